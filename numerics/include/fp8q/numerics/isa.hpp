@@ -1,0 +1,28 @@
+// fp8q/numerics/isa.hpp: which instruction-set path the bulk conversions take.
+//
+// Each ISA's kernels live in their own translation units compiled with that ISA's flags
+// (numerics/src/isa/); the choice is made once, at run time, from CPUID. The default
+// build therefore runs on any x86-64. FP8Q_ISA=generic|avx2|avx512 in the environment
+// caps the choice (for tests and benchmarks; never needed for correctness).
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace fp8q {
+
+enum class Isa : unsigned char {
+  kGeneric,  // portable C++: the scalar reference, element by element
+  kAvx2,     // AVX2 + F16C
+  kAvx512,   // AVX-512 F + BW
+};
+
+inline constexpr std::array<Isa, 3> kAllIsas = {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512};
+
+std::string_view isa_name(Isa isa);
+// Whether this binary has the path and this CPU (and OS) can run it.
+bool isa_supported(Isa isa);
+// The best supported path, capped by FP8Q_ISA; computed once.
+Isa active_isa();
+
+}  // namespace fp8q

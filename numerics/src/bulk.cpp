@@ -1,0 +1,163 @@
+// The bulk conversion driver: checks sizes, picks a path, splits the work across threads.
+#include "fp8q/numerics/bulk.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fp8q/numerics/convert.hpp"
+#include "fp_env.hpp"
+#include "isa/narrow.hpp"
+
+namespace fp8q {
+namespace {
+
+using detail::NarrowFn;
+using detail::Source;
+
+std::uint64_t load_le(const std::byte* p, int bytes) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, static_cast<std::size_t>(bytes));  // little-endian host (x86-64)
+  return v;
+}
+void store_le(std::byte* p, std::uint64_t v, int bytes) { std::memcpy(p, &v, static_cast<std::size_t>(bytes)); }
+
+std::string nan_message(std::size_t index, const Format& to) {
+  return "element " + std::to_string(index) + ": NaN has no encoding in " + std::string(to.name) +
+         " (NaN policy: error)";
+}
+
+// Runs body(begin, end) over contiguous chunks of [0, n), one per thread, each inside the
+// default FP environment. Chunk edges are multiples of 64 elements. Rethrows the first
+// exception by element order, so the error does not depend on the thread count either.
+template <class Body>
+void parallel_chunks(std::size_t n, int threads, const Body& body) {
+  constexpr std::size_t kAlign = 64;
+  const std::size_t max_useful = std::max<std::size_t>(1, n / (16 * 1024));
+  const std::size_t t = std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), max_useful);
+  std::size_t per = (n + t - 1) / t;
+  per = (per + kAlign - 1) / kAlign * kAlign;
+  std::vector<std::exception_ptr> errors(t);
+  auto run = [&](std::size_t c) {
+    const std::size_t begin = std::min(n, c * per), end = std::min(n, begin + per);
+    try {
+      detail::ScopedDefaultFpEnv env;
+      body(begin, end);
+    } catch (...) {
+      errors[c] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t c = 1; c < t; ++c) pool.emplace_back(run, c);
+  run(0);
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+NarrowFn narrow_kernel(Isa isa, Source s, Rounding r) {
+  NarrowFn fn = nullptr;
+  if (isa == Isa::kAvx512) fn = detail::narrow_kernel_avx512(s, r);
+  if (isa == Isa::kAvx2) fn = detail::narrow_kernel_avx2(s, r);
+  return fn != nullptr ? fn : detail::narrow_kernel_generic(s, r);
+}
+
+Source source_of(const Format& f) { return f == kF32 ? Source::kF32 : f == kBF16 ? Source::kBF16 : Source::kF16; }
+
+// Finds the first element of [begin, end) whose NaN the target cannot hold.
+[[noreturn]] void throw_first_nan(std::span<const std::byte> in, const Format& from, const Format& to,
+                                  const ConvertOptions& o, std::size_t begin, std::size_t end) {
+  const int ib = from.storage_bytes();
+  for (std::size_t i = begin; i < end; ++i)
+    if (convert_one(load_le(in.data() + i * ib, ib), from, to, o, i).nan_unrepresentable)
+      throw NanError(i, nan_message(i, to));
+  throw std::logic_error("fp8q: a kernel reported a NaN that the scalar path does not see");
+}
+
+// Narrow sources (<= 8 bits): one table of 256 results for this call's options.
+void convert_by_table(std::span<const std::byte> in, const Format& from, std::span<std::byte> out,
+                      const Format& to, const ConvertOptions& o, int threads) {
+  struct Entry {
+    std::uint64_t code;
+    bool nan_unrepresentable;
+    bool valid;
+  };
+  std::array<Entry, 256> table{};
+  const std::uint64_t codes = std::uint64_t{1} << from.bits();
+  for (std::uint64_t c = 0; c < 256; ++c) {
+    if (c >= codes) continue;
+    const Converted r = convert_one(c, from, to, o, 0);
+    table[c] = {r.code, r.nan_unrepresentable, true};
+  }
+  const int ob = to.storage_bytes();
+  parallel_chunks(in.size(), threads, [&](std::size_t begin, std::size_t end) {
+    const auto* src = reinterpret_cast<const std::uint8_t*>(in.data());
+    for (std::size_t i = begin; i < end; ++i) {
+      const Entry& e = table[src[i]];
+      if (!e.valid)
+        throw std::invalid_argument("element " + std::to_string(i) + ": byte " + std::to_string(src[i]) +
+                                    " is not a " + std::string(from.name) + " code (" +
+                                    std::to_string(from.bits()) + "-bit codes, high bits must be 0)");
+      if (e.nan_unrepresentable && o.nan == NanPolicy::kError) throw NanError(i, nan_message(i, to));
+      store_le(out.data() + i * ob, e.code, ob);
+    }
+  });
+}
+
+}  // namespace
+
+void convert(std::span<const std::byte> in, const Format& from, std::span<std::byte> out, const Format& to,
+             const ConvertOptions& o, const BulkOptions& bulk) {
+  const auto ib = static_cast<std::size_t>(from.storage_bytes());
+  const auto ob = static_cast<std::size_t>(to.storage_bytes());
+  if (in.size() % ib != 0)
+    throw std::invalid_argument("input of " + std::to_string(in.size()) + " bytes is not a whole number of " +
+                                std::string(from.name) + " elements (" + std::to_string(ib) + " bytes each)");
+  const std::size_t n = in.size() / ib;
+  if (out.size() != n * ob)
+    throw std::invalid_argument("output holds " + std::to_string(out.size()) + " bytes; " + std::to_string(n) +
+                                " " + std::string(to.name) + " elements need " + std::to_string(n * ob));
+  if (bulk.threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(bulk.threads));
+  const Isa isa = bulk.isa.value_or(active_isa());
+  if (!isa_supported(isa))
+    throw std::invalid_argument("instruction set " + std::string(isa_name(isa)) + " is not available here");
+
+  if (detail::narrow_supported(from, to)) {
+    const detail::NarrowParams params = detail::make_narrow_params(from, to, o);
+    const NarrowFn fn = narrow_kernel(isa, source_of(from), o.rounding);
+    auto* dst = reinterpret_cast<std::uint8_t*>(out.data());
+    parallel_chunks(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
+      if (fn(in.data() + begin * ib, dst + begin, end - begin, begin, params) && o.nan == NanPolicy::kError)
+        throw_first_nan(in, from, to, o, begin, end);
+    });
+    return;
+  }
+  if (from.bits() <= 8 && o.rounding != Rounding::kStochastic) {
+    convert_by_table(in, from, out, to, o, bulk.threads);
+    return;
+  }
+  parallel_chunks(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const Converted r = convert_one(load_le(in.data() + i * ib, static_cast<int>(ib)), from, to, o, i);
+      if (r.nan_unrepresentable && o.nan == NanPolicy::kError) throw NanError(i, nan_message(i, to));
+      store_le(out.data() + i * ob, r.code, static_cast<int>(ob));
+    }
+  });
+}
+
+void convert(std::span<const float> in, std::span<std::uint8_t> out, const Format& to, const ConvertOptions& o,
+             const BulkOptions& bulk) {
+  convert(std::as_bytes(in), kF32, std::as_writable_bytes(out), to, o, bulk);
+}
+void convert(std::span<const std::uint8_t> in, const Format& from, std::span<float> out, const ConvertOptions& o,
+             const BulkOptions& bulk) {
+  convert(std::as_bytes(in), from, std::as_writable_bytes(out), kF32, o, bulk);
+}
+
+}  // namespace fp8q

@@ -1,0 +1,48 @@
+// Run-time choice of the instruction-set path.
+#include "fp8q/numerics/isa.hpp"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace fp8q {
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kGeneric: return "generic";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::kGeneric: return true;
+#if defined(FP8Q_HAVE_AVX2)
+    // __builtin_cpu_supports consults CPUID and, for AVX and AVX-512, whether the OS saves
+    // the wider registers (XCR0).
+    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#endif
+#if defined(FP8Q_HAVE_AVX512)
+    case Isa::kAvx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+#endif
+    default: return false;
+  }
+}
+
+Isa active_isa() {
+  static const Isa chosen = [] {
+    Isa cap = Isa::kAvx512;
+    if (const char* env = std::getenv("FP8Q_ISA")) {
+      for (Isa i : kAllIsas)
+        if (isa_name(i) == env) cap = i;
+    }
+    Isa best = Isa::kGeneric;
+    for (Isa i : kAllIsas)
+      if (i <= cap && isa_supported(i)) best = i;
+    return best;
+  }();
+  return chosen;
+}
+
+}  // namespace fp8q

@@ -1,0 +1,47 @@
+// Internal: the narrowing kernels' interface, shared by the dispatcher and each ISA's
+// translation unit. Not installed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fp8q/numerics/format.hpp"
+#include "fp8q/numerics/policy.hpp"
+
+namespace fp8q::detail {
+
+enum class Source : unsigned char { kF32, kBF16, kF16 };
+
+// Everything a narrowing kernel needs, derived once per call from (target, options).
+// Codes are magnitudes unless said otherwise; the sign is or-ed in at the end.
+struct NarrowParams {
+  const Format* from = nullptr;
+  const Format* to = nullptr;
+  const ConvertOptions* options = nullptr;
+  float scale = 1.0f;             // fp32(x * 1) == x exactly, so "no scale" is scale 1
+  std::int32_t man_bits = 0;      // m
+  std::int32_t emin = 0;          // exponent of the smallest normal
+  std::int32_t max_code = 0;      // largest finite magnitude code
+  std::int32_t nan_code = 0;      // magnitude of the canonical NaN (0x80 for fnuz; 0 if none)
+  std::int32_t inf_or_nan = 0;    // magnitude an IEEE overflow produces (Inf, else NaN)
+  std::int32_t sign_shift = 0;    // sign bit = (fp32 sign) << sign_shift
+  bool inf_result = false;        // Overflow::kInfOrNan and the format has Inf or NaN
+  bool negative_zero = false;     // the format has -0 (fnuz does not)
+  bool has_nan = false;
+};
+
+// Whether the SIMD narrowing kernels handle this pair (the dispatcher asks first).
+bool narrow_supported(const Format& from, const Format& to);
+NarrowParams make_narrow_params(const Format& from, const Format& to, const ConvertOptions& o);
+
+// Converts n elements of the source into one-byte codes; in[0] has global index index0.
+// Returns true when a NaN met a target without NaN (those elements become +/-0).
+using NarrowFn = bool (*)(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
+                          const NarrowParams& p);
+
+// One table per ISA; nullptr where the ISA is not compiled into this binary.
+NarrowFn narrow_kernel_generic(Source s, Rounding r);
+NarrowFn narrow_kernel_avx2(Source s, Rounding r);
+NarrowFn narrow_kernel_avx512(Source s, Rounding r);
+
+}  // namespace fp8q::detail

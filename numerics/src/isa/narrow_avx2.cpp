@@ -1,0 +1,21 @@
+// AVX2 + F16C narrowing kernels. Compiled with -mavx2 -mf16c (and nothing else is).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "fp8q/numerics/convert.hpp"
+#include "fp8q/numerics/philox.hpp"
+#include "isa/narrow.hpp"
+
+// Every header below was included above, so these includes only add the code to the
+// anonymous namespace: internal linkage, no ODR clash with another ISA's copy.
+namespace {
+#include "isa/ops_avx2.hpp"
+#include "isa/narrow_kernel.hpp"
+}  // namespace
+
+namespace fp8q::detail {
+NarrowFn narrow_kernel_avx2(Source s, Rounding r) { return NarrowKernel<OpsAvx2>::table(s, r); }
+}  // namespace fp8q::detail

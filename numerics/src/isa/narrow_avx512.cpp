@@ -1,0 +1,21 @@
+// AVX-512 F + BW narrowing kernels. Compiled with -mavx512f -mavx512bw (and nothing else is).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "fp8q/numerics/convert.hpp"
+#include "fp8q/numerics/philox.hpp"
+#include "isa/narrow.hpp"
+
+// Every header below was included above, so these includes only add the code to the
+// anonymous namespace: internal linkage, no ODR clash with another ISA's copy.
+namespace {
+#include "isa/ops_avx512.hpp"
+#include "isa/narrow_kernel.hpp"
+}  // namespace
+
+namespace fp8q::detail {
+NarrowFn narrow_kernel_avx512(Source s, Rounding r) { return NarrowKernel<OpsAvx512>::table(s, r); }
+}  // namespace fp8q::detail

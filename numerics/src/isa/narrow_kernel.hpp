@@ -1,0 +1,194 @@
+// Internal: the SIMD narrowing kernel, written once over an `Ops` type (one per ISA, in
+// ops_avx2.hpp / ops_avx512.hpp). Included only by the ISA translation units, inside an
+// anonymous namespace there, so that no inline function compiled with one ISA's flags can be
+// picked by the linker for another.
+//
+// It computes exactly round_into() of convert.cpp, on the fp32 bit pattern u of
+// fp32(x * scale), with 32-bit integer lanes:
+//   a = |u|, e32 = a >> 23, mant = fraction | hidden bit (hidden bit only if e32 > 0)
+//   Eeff = max(e32, 1) - 127                 exponent of mant's bit 23 (fp32 subnormals: -126)
+//   sh   = (23 - m) + max(emin - Eeff, 0)    bits of mant below the target's quantum
+//   n0   = mant >> sh, rem = mant mod 2^sh   (sh clamped to 31: mant < 2^24, so n0 = 0 and
+//                                            rem < half either way)
+//   code = (max(Eeff - emin, 0) << m) + n0 + up
+// `up` is the rounding decision of each mode; a code above max_code is overflow. Shift counts
+// above 31 give 0 on x86 (vpsllvd / vpsrlvd), which the stochastic fraction relies on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "fp8q/numerics/convert.hpp"
+#include "fp8q/numerics/philox.hpp"
+#include "isa/narrow.hpp"
+
+template <class Ops>
+struct NarrowKernel {
+  using V = typename Ops::V;
+
+  struct Consts {
+    V c7fffffff, c7fffff, c800000, c7f800000, c80000000, one, zero, m1_127, emin, sh_base,
+        max_code, nan_code, inf_or_nan, c31, c32;
+    typename Ops::F scale;
+    int man_bits, sign_shift;
+    std::uint32_t seed_lo, seed_hi;
+    explicit Consts(const fp8q::detail::NarrowParams& p)
+        : c7fffffff(Ops::set1(0x7FFFFFFF)), c7fffff(Ops::set1(0x7FFFFF)), c800000(Ops::set1(0x800000)),
+          c7f800000(Ops::set1(0x7F800000)), c80000000(Ops::set1(static_cast<std::int32_t>(0x80000000u))),
+          one(Ops::set1(1)), zero(Ops::set1(0)), m1_127(Ops::set1(127)), emin(Ops::set1(p.emin)),
+          sh_base(Ops::set1(23 - p.man_bits)), max_code(Ops::set1(p.max_code)),
+          nan_code(Ops::set1(p.has_nan ? p.nan_code : 0)), inf_or_nan(Ops::set1(p.inf_or_nan)),
+          c31(Ops::set1(31)), c32(Ops::set1(32)), scale(Ops::set1f(p.scale)), man_bits(p.man_bits),
+          sign_shift(p.sign_shift),
+          seed_lo(static_cast<std::uint32_t>(p.options->seed)),
+          seed_hi(static_cast<std::uint32_t>(p.options->seed >> 32)) {}
+  };
+
+  // First word of Philox4x32-10 for counters n .. n + lanes - 1 (see numerics/philox.hpp).
+  static V philox_word0(std::uint64_t n, const Consts& k) {
+    const V lo_base = Ops::set1(static_cast<std::int32_t>(static_cast<std::uint32_t>(n)));
+    V c0 = Ops::add(lo_base, Ops::iota());
+    // carry into the high word where the low word wrapped: c0 <u lo_base
+    const V wrapped = Ops::gt(Ops::bxor(lo_base, k.c80000000), Ops::bxor(c0, k.c80000000));
+    V c1 = Ops::sub(Ops::set1(static_cast<std::int32_t>(n >> 32)), wrapped);  // mask is -1
+    V c2 = k.zero, c3 = k.zero;
+    std::uint32_t k0 = k.seed_lo, k1 = k.seed_hi;
+    const V m0 = Ops::set1(static_cast<std::int32_t>(fp8q::kPhiloxM0));
+    const V m1 = Ops::set1(static_cast<std::int32_t>(fp8q::kPhiloxM1));
+    for (int round = 0; round < 10; ++round) {
+      if (round > 0) {
+        k0 += fp8q::kPhiloxW0;
+        k1 += fp8q::kPhiloxW1;
+      }
+      V hi0, lo0, hi1, lo1;
+      Ops::mulhilo(m0, c0, hi0, lo0);
+      Ops::mulhilo(m1, c2, hi1, lo1);
+      const V n0 = Ops::bxor(Ops::bxor(hi1, c1), Ops::set1(static_cast<std::int32_t>(k0)));
+      const V n2 = Ops::bxor(Ops::bxor(hi0, c3), Ops::set1(static_cast<std::int32_t>(k1)));
+      c0 = n0;
+      c1 = lo1;
+      c2 = n2;
+      c3 = lo0;
+    }
+    return c0;
+  }
+
+  // One vector of fp32 bit patterns -> one vector of codes (one per 32-bit lane).
+  template <fp8q::Rounding R>
+  static V narrow(V u, std::uint64_t counter, const Consts& k, const fp8q::detail::NarrowParams& p,
+                  V& nan_seen) {
+    using fp8q::Rounding;
+    const V a = Ops::band(u, k.c7fffffff);
+    const V sgn = Ops::srl(u, 31);
+    const V e32 = Ops::srl(a, 23);
+    const V mant = Ops::bor(Ops::band(a, k.c7fffff), Ops::band(Ops::gt(e32, k.zero), k.c800000));
+    const V eeff = Ops::sub(Ops::max(e32, k.one), k.m1_127);
+    const V below = Ops::sub(k.emin, eeff);  // > 0: subnormal in the target
+    const V sh = Ops::add(k.sh_base, Ops::max(below, k.zero));
+    const V qq = Ops::max(Ops::sub(eeff, k.emin), k.zero);
+    const V sh_c = Ops::min(sh, k.c31);
+    const V n0 = Ops::srlv(mant, sh_c);
+    const V unit = Ops::sllv(k.one, sh_c);
+    const V rem = Ops::band(mant, Ops::sub(unit, k.one));
+    const V half = Ops::srl(unit, 1);
+
+    V n;
+    if constexpr (R == Rounding::kNearestEven) {
+      // rem > half, or rem == half and n0 odd  <=>  rem + (n0 & 1) > half
+      n = Ops::sub(n0, Ops::gt(Ops::add(rem, Ops::band(n0, k.one)), half));
+    } else if constexpr (R == Rounding::kNearestAway) {
+      n = Ops::sub(n0, Ops::gt(Ops::add(rem, k.one), half));  // rem >= half
+    } else if constexpr (R == Rounding::kTowardZero) {
+      n = n0;
+    } else if constexpr (R == Rounding::kUp || R == Rounding::kDown) {
+      const V inexact = Ops::gt(rem, k.zero);
+      const V want = Ops::eq(sgn, R == Rounding::kUp ? k.zero : k.one);
+      n = Ops::sub(n0, Ops::band(inexact, want));
+    } else if constexpr (R == Rounding::kOdd) {
+      n = Ops::bor(n0, Ops::band(Ops::gt(rem, k.zero), k.one));
+    } else {  // kStochastic: up iff frac32 + r >= 2^32, frac32 = floor(rem / 2^sh * 2^32)
+      const V frac = Ops::bor(Ops::sllv(mant, Ops::sub(k.c32, sh)), Ops::srlv(mant, Ops::sub(sh, k.c32)));
+      const V sum = Ops::add(frac, philox_word0(counter, k));
+      const V carry = Ops::gt(Ops::bxor(frac, k.c80000000), Ops::bxor(sum, k.c80000000));
+      n = Ops::sub(n0, carry);
+    }
+    const V code = Ops::add(Ops::sll(qq, k.man_bits), n);
+
+    const V is_nan = Ops::gt(a, k.c7f800000);
+    const V is_inf = Ops::eq(a, k.c7f800000);
+    const V ovf = Ops::bor(Ops::gt(code, k.max_code), is_inf);
+    V to_inf = k.zero;
+    if (p.inf_result) {
+      if constexpr (R == Rounding::kTowardZero || R == Rounding::kOdd) {
+        to_inf = is_inf;
+      } else if constexpr (R == Rounding::kUp) {
+        to_inf = Ops::bor(is_inf, Ops::eq(sgn, k.zero));
+      } else if constexpr (R == Rounding::kDown) {
+        to_inf = Ops::bor(is_inf, Ops::eq(sgn, k.one));
+      } else {
+        to_inf = Ops::eq(k.zero, k.zero);
+      }
+    }
+    V mag = Ops::select(ovf, Ops::select(to_inf, k.inf_or_nan, k.max_code), code);
+    mag = Ops::select(is_nan, k.nan_code, mag);
+    if (!p.has_nan) nan_seen = Ops::bor(nan_seen, is_nan);
+    V sign = Ops::sll(sgn, k.sign_shift);
+    if (!p.negative_zero) sign = Ops::andnot(Ops::eq(mag, k.zero), sign);  // fnuz: no -0
+    return Ops::bor(mag, sign);
+  }
+
+  template <fp8q::detail::Source S, fp8q::Rounding R>
+  static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
+                  const fp8q::detail::NarrowParams& p) {
+    const Consts k(p);
+    constexpr std::size_t L = Ops::kLanes;
+    constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
+    const auto* src = static_cast<const unsigned char*>(in);
+    V nan_seen = k.zero;
+    const std::uint64_t base = p.options->offset + index0;
+    std::size_t i = 0;
+    for (; i + 4 * L <= n; i += 4 * L) {
+      V c[4];
+      for (std::size_t j = 0; j < 4; ++j) {
+        const auto x = Ops::template load<S>(src + (i + j * L) * kBytes);
+        c[j] = narrow<R>(Ops::bits(Ops::mul(x, k.scale)), base + i + j * L, k, p, nan_seen);
+      }
+      Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
+    }
+    bool nan_unrepresentable = Ops::any(nan_seen);
+    for (; i < n; ++i) {  // the tail takes the scalar reference
+      std::uint64_t code = 0;
+      std::memcpy(&code, src + i * kBytes, kBytes);
+      const fp8q::Converted r = fp8q::convert_one(code, *p.from, *p.to, *p.options, index0 + i);
+      out[i] = static_cast<std::uint8_t>(r.code);
+      nan_unrepresentable = nan_unrepresentable || r.nan_unrepresentable;
+    }
+    return nan_unrepresentable;
+  }
+
+  template <fp8q::detail::Source S>
+  static fp8q::detail::NarrowFn pick(fp8q::Rounding r) {
+    using fp8q::Rounding;
+    switch (r) {
+      case Rounding::kNearestEven: return &run<S, Rounding::kNearestEven>;
+      case Rounding::kNearestAway: return &run<S, Rounding::kNearestAway>;
+      case Rounding::kTowardZero: return &run<S, Rounding::kTowardZero>;
+      case Rounding::kUp: return &run<S, Rounding::kUp>;
+      case Rounding::kDown: return &run<S, Rounding::kDown>;
+      case Rounding::kOdd: return &run<S, Rounding::kOdd>;
+      case Rounding::kStochastic: return &run<S, Rounding::kStochastic>;
+    }
+    return nullptr;
+  }
+
+  static fp8q::detail::NarrowFn table(fp8q::detail::Source s, fp8q::Rounding r) {
+    using fp8q::detail::Source;
+    switch (s) {
+      case Source::kF32: return pick<Source::kF32>(r);
+      case Source::kBF16: return pick<Source::kBF16>(r);
+      case Source::kF16: return pick<Source::kF16>(r);
+    }
+    return nullptr;
+  }
+};

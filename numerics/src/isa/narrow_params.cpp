@@ -1,0 +1,30 @@
+// The constants of the narrowing kernels, taken from the format descriptor.
+#include "isa/narrow.hpp"
+
+namespace fp8q::detail {
+
+bool narrow_supported(const Format& from, const Format& to) {
+  const bool source_ok = from == kF32 || from == kBF16 || from == kF16;
+  // e8m0 (no zero, unsigned) keeps to the scalar path: it holds scales, not tensors.
+  return source_ok && to.bits() <= 8 && to.has_zero() && to.is_signed;
+}
+
+NarrowParams make_narrow_params(const Format& from, const Format& to, const ConvertOptions& o) {
+  NarrowParams p;
+  p.from = &from;
+  p.to = &to;
+  p.options = &o;
+  p.scale = o.scale.value_or(1.0f);
+  p.man_bits = to.man_bits;
+  p.emin = to.emin();
+  p.max_code = static_cast<std::int32_t>(to.max_finite_code());
+  p.has_nan = to.has_nan();
+  p.nan_code = static_cast<std::int32_t>(to.canonical_nan());
+  p.inf_or_nan = static_cast<std::int32_t>(to.has_inf() ? to.inf_code() : to.canonical_nan());
+  p.sign_shift = to.exp_bits + to.man_bits;
+  p.inf_result = o.overflow == Overflow::kInfOrNan && to.has_nan();
+  p.negative_zero = to.has_negative_zero();
+  return p;
+}
+
+}  // namespace fp8q::detail

@@ -1,0 +1,68 @@
+// Internal: the operations NarrowKernel needs, on AVX2 (8 x 32-bit lanes) + F16C.
+// Masks are vectors with all bits of a lane set (true) or clear (false).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "isa/narrow.hpp"
+
+struct OpsAvx2 {
+  using V = __m256i;
+  using F = __m256;
+  static constexpr std::size_t kLanes = 8;
+
+  static V set1(std::int32_t x) { return _mm256_set1_epi32(x); }
+  static F set1f(float x) { return _mm256_set1_ps(x); }
+  static V iota() { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
+  static V add(V a, V b) { return _mm256_add_epi32(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_epi32(a, b); }
+  static V band(V a, V b) { return _mm256_and_si256(a, b); }
+  static V bor(V a, V b) { return _mm256_or_si256(a, b); }
+  static V bxor(V a, V b) { return _mm256_xor_si256(a, b); }
+  static V andnot(V mask, V b) { return _mm256_andnot_si256(mask, b); }  // ~mask & b
+  static V sll(V a, int n) { return _mm256_sll_epi32(a, _mm_cvtsi32_si128(n)); }
+  static V srl(V a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+  static V sllv(V a, V n) { return _mm256_sllv_epi32(a, n); }  // counts > 31 give 0
+  static V srlv(V a, V n) { return _mm256_srlv_epi32(a, n); }
+  static V max(V a, V b) { return _mm256_max_epi32(a, b); }   // signed
+  static V min(V a, V b) { return _mm256_min_epi32(a, b); }
+  static V gt(V a, V b) { return _mm256_cmpgt_epi32(a, b); }  // signed
+  static V eq(V a, V b) { return _mm256_cmpeq_epi32(a, b); }
+  static V select(V mask, V yes, V no) { return _mm256_blendv_epi8(no, yes, mask); }
+  static bool any(V mask) { return _mm256_movemask_epi8(mask) != 0; }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static V bits(F a) { return _mm256_castps_si256(a); }
+
+  // (hi, lo) = a * b, 32 x 32 -> 64 bits per lane, unsigned.
+  static void mulhilo(V a, V b, V& hi, V& lo) {
+    const V even = _mm256_mul_epu32(a, b);
+    const V odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32));
+    lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  }
+
+  // Loads kLanes source elements, widened exactly to fp32.
+  template <fp8q::detail::Source S>
+  static F load(const unsigned char* p) {
+    if constexpr (S == fp8q::detail::Source::kF32) {
+      return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    } else if constexpr (S == fp8q::detail::Source::kBF16) {  // bf16 is the top half of fp32
+      const V w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    } else {  // fp16 -> fp32 is exact
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+  }
+
+  // Stores the low byte of each lane of a, b, c, d (in that order): 32 bytes. Lanes hold
+  // codes <= 0xFF, so the saturating packs do not change them.
+  static void store_bytes4(std::uint8_t* out, V a, V b, V c, V d) {
+    const V ab = _mm256_packus_epi32(a, b);     // a0-3 b0-3 | a4-7 b4-7 (16-bit)
+    const V cd = _mm256_packus_epi32(c, d);     // c0-3 d0-3 | c4-7 d4-7
+    const V abcd = _mm256_packus_epi16(ab, cd); // a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7
+    const V order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permutevar8x32_epi32(abcd, order));
+  }
+};

@@ -1,0 +1,67 @@
+// Internal: the operations NarrowKernel needs, on AVX-512 F + BW (16 x 32-bit lanes).
+// Masks are kept as vectors (all bits of a lane set or clear), as in ops_avx2.hpp, so the
+// kernel is the same text for both.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "isa/narrow.hpp"
+
+struct OpsAvx512 {
+  using V = __m512i;
+  using F = __m512;
+  static constexpr std::size_t kLanes = 16;
+
+  static V from_mask(__mmask16 m) { return _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(-1)); }
+  static __mmask16 to_mask(V m) { return _mm512_test_epi32_mask(m, m); }
+
+  static V set1(std::int32_t x) { return _mm512_set1_epi32(x); }
+  static F set1f(float x) { return _mm512_set1_ps(x); }
+  static V iota() { return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
+  static V add(V a, V b) { return _mm512_add_epi32(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_epi32(a, b); }
+  static V band(V a, V b) { return _mm512_and_si512(a, b); }
+  static V bor(V a, V b) { return _mm512_or_si512(a, b); }
+  static V bxor(V a, V b) { return _mm512_xor_si512(a, b); }
+  static V andnot(V mask, V b) { return _mm512_andnot_si512(mask, b); }  // ~mask & b
+  static V sll(V a, int n) { return _mm512_sll_epi32(a, _mm_cvtsi32_si128(n)); }
+  static V srl(V a, int n) { return _mm512_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+  static V sllv(V a, V n) { return _mm512_sllv_epi32(a, n); }  // counts > 31 give 0
+  static V srlv(V a, V n) { return _mm512_srlv_epi32(a, n); }
+  static V max(V a, V b) { return _mm512_max_epi32(a, b); }  // signed
+  static V min(V a, V b) { return _mm512_min_epi32(a, b); }
+  static V gt(V a, V b) { return from_mask(_mm512_cmpgt_epi32_mask(a, b)); }  // signed
+  static V eq(V a, V b) { return from_mask(_mm512_cmpeq_epi32_mask(a, b)); }
+  static V select(V mask, V yes, V no) { return _mm512_mask_blend_epi32(to_mask(mask), no, yes); }
+  static bool any(V mask) { return to_mask(mask) != 0; }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static V bits(F a) { return _mm512_castps_si512(a); }
+
+  static void mulhilo(V a, V b, V& hi, V& lo) {
+    const V even = _mm512_mul_epu32(a, b);
+    const V odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
+    lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+    hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+  }
+
+  template <fp8q::detail::Source S>
+  static F load(const unsigned char* p) {
+    if constexpr (S == fp8q::detail::Source::kF32) {
+      return _mm512_loadu_ps(p);
+    } else if constexpr (S == fp8q::detail::Source::kBF16) {
+      const V w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    } else {
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+  }
+
+  static void store_bytes4(std::uint8_t* out, V a, V b, V c, V d) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(a));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(b));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32), _mm512_cvtepi32_epi8(c));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48), _mm512_cvtepi32_epi8(d));
+  }
+};

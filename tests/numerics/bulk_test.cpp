@@ -1,0 +1,229 @@
+// numerics/bulk.hpp: every fast path equals the scalar reference (convert_one) bit for bit,
+// on every instruction set this CPU runs (the others are skipped, saying so); the bits do
+// not depend on the thread count, the split of the array, or the caller's FP environment.
+#include "fp8q/numerics/bulk.hpp"
+
+#include <gtest/gtest.h>
+#include <xmmintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "format_types.hpp"
+#include "fp8q/numerics/convert.hpp"
+
+namespace fp8q {
+namespace {
+
+// fp32 inputs that exercise every branch: each exponent, both signs, mantissas at, just
+// below and just above the rounding point of every target width, plus random bit patterns.
+std::vector<std::uint32_t> structured_f32(std::size_t random_count) {
+  std::vector<std::uint32_t> v;
+  std::vector<std::uint32_t> mantissas = {0, 1, 2, 3, 0x7FFFFF, 0x7FFFFE, 0x400000, 0x400001, 0x3FFFFF, 0x555555, 0x2AAAAA};
+  for (int drop = 1; drop <= 23; ++drop) {  // half of 2^drop, +-1, with odd and even kept bits
+    const std::uint32_t half = 1u << (drop - 1);
+    for (std::uint32_t kept : {0u, 1u}) {
+      const std::uint32_t base = drop < 23 ? kept << drop : 0;
+      for (std::uint32_t d : {half - 1, half, half + 1}) mantissas.push_back((base | d) & 0x7FFFFF);
+    }
+  }
+  for (std::uint32_t s = 0; s < 2; ++s)
+    for (std::uint32_t e = 0; e < 256; ++e)
+      for (std::uint32_t m : mantissas) v.push_back(s << 31 | e << 23 | m);
+  std::mt19937_64 rng(20261129);
+  for (std::size_t i = 0; i < random_count; ++i) v.push_back(static_cast<std::uint32_t>(rng()));
+  v.push_back(0x7FC00001);  // a NaN with payload
+  v.push_back(0xFF800001);  // a negative signalling NaN
+  return v;
+}
+
+std::vector<std::uint16_t> all_16bit_codes() {
+  std::vector<std::uint16_t> v(65536 + 13);  // + a tail that is no multiple of any vector width
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint16_t>(i * 40503u);
+  return v;
+}
+
+// Expected output of convert() computed with the scalar reference.
+std::vector<std::byte> reference(std::span<const std::byte> in, const Format& from, const Format& to,
+                                 const ConvertOptions& o) {
+  const std::size_t ib = from.storage_bytes(), ob = to.storage_bytes(), n = in.size() / ib;
+  std::vector<std::byte> out(n * ob);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t c = 0;
+    std::memcpy(&c, in.data() + i * ib, ib);
+    const std::uint64_t r = convert_one(c, from, to, o, i).code;
+    std::memcpy(out.data() + i * ob, &r, ob);
+  }
+  return out;
+}
+
+std::size_t first_difference(const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return i;
+  return a.size();
+}
+
+class BulkOnIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam()))
+      GTEST_SKIP() << "this CPU (or build) has no " << isa_name(GetParam()) << " path; not tested here";
+  }
+  // Every narrow target, rounding, overflow and scale: convert() == reference.
+  void check_all(std::span<const std::byte> in, const Format& from) {
+    const std::optional<float> scales[] = {std::nullopt, 3.5f, std::ldexp(1.0f, -20), 1e30f, 1e-40f, -0.75f};
+    for (FormatId id : kNarrowFormats) {
+      const Format& to = format_of(id);
+      for (Rounding r : test::kAllRoundings)
+        for (Overflow ov : test::kAllOverflows)
+          for (const auto& scale : scales) {
+            ConvertOptions o;
+            o.rounding = r;
+            o.overflow = ov;
+            o.nan = NanPolicy::kZero;
+            o.scale = scale;
+            o.seed = 42;
+            o.offset = 7;
+            const std::size_t n = in.size() / from.storage_bytes();
+            std::vector<std::byte> got(n * to.storage_bytes());
+            convert(in, from, got, to, o, {1, GetParam()});
+            const auto want = reference(in, from, to, o);
+            const std::size_t at = first_difference(got, want);
+            ASSERT_EQ(at, got.size()) << from.name << " -> " << to.name << " " << rounding_name(r) << "/"
+                                      << overflow_name(ov) << " scale " << scale.value_or(1.0f) << ": element "
+                                      << at / to.storage_bytes() << " differs";
+          }
+    }
+  }
+};
+
+TEST_P(BulkOnIsa, Fp32StructuredAndRandomEqualsScalar) {
+  const auto v = structured_f32(50000);
+  check_all(std::as_bytes(std::span(v)), kF32);
+}
+
+TEST_P(BulkOnIsa, AllBf16InputsEqualScalar) {
+  const auto v = all_16bit_codes();
+  check_all(std::as_bytes(std::span(v)), kBF16);
+}
+
+TEST_P(BulkOnIsa, AllFp16InputsEqualScalar) {
+  const auto v = all_16bit_codes();
+  check_all(std::as_bytes(std::span(v)), kF16);
+}
+
+TEST_P(BulkOnIsa, DecodingTablePathEqualsScalar) {  // narrow -> wide, every code, with scales
+  std::vector<std::uint8_t> codes(1000);
+  for (FormatId id : kNarrowFormats) {
+    const Format& from = format_of(id);
+    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint8_t>(i % (1u << from.bits()));
+    for (const Format* to : {&kF32, &kF64, &kBF16, &kF16, &kE4M3FN})
+      for (std::optional<float> scale : {std::optional<float>{}, std::optional<float>{1e-3f}})
+        for (Rounding r : test::kAllRoundings) {
+          ConvertOptions o;
+          o.rounding = r;
+          o.scale = scale;
+          o.nan = NanPolicy::kZero;
+          std::vector<std::byte> got(codes.size() * to->storage_bytes());
+          convert(std::as_bytes(std::span(codes)), from, got, *to, o, {2, GetParam()});
+          EXPECT_EQ(got, reference(std::as_bytes(std::span(codes)), from, *to, o)) << from.name << " -> " << to->name;
+        }
+  }
+}
+
+TEST_P(BulkOnIsa, SameBitsForAnyThreadCountAndSplit) {
+  std::vector<float> x(300001);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  for (float& v : x) v = normal(rng);
+  for (Rounding r : {Rounding::kNearestEven, Rounding::kStochastic}) {
+    ConvertOptions o;
+    o.rounding = r;
+    o.seed = 99;
+    std::vector<std::uint8_t> one(x.size());
+    convert(x, one, kE5M2, o, {1, GetParam()});
+    for (int t : {2, 3, 7}) {
+      std::vector<std::uint8_t> many(x.size());
+      convert(x, many, kE5M2, o, {t, GetParam()});
+      EXPECT_EQ(one, many) << t << " threads, " << rounding_name(r);
+    }
+    // Two calls over halves, the second with offset k, equal one call over the whole.
+    const std::size_t k = 123457;
+    std::vector<std::uint8_t> parts(x.size());
+    convert(std::span(x).first(k), std::span(parts).first(k), kE5M2, o, {1, GetParam()});
+    ConvertOptions o2 = o;
+    o2.offset = k;
+    convert(std::span(x).subspan(k), std::span(parts).subspan(k), kE5M2, o2, {2, GetParam()});
+    EXPECT_EQ(one, parts) << rounding_name(r);
+  }
+}
+
+TEST_P(BulkOnIsa, CallerFpEnvironmentChangesNothing) {
+  const auto v = structured_f32(20000);
+  const auto in = std::as_bytes(std::span(v));
+  ConvertOptions o;
+  o.scale = 1.7f;
+  o.nan = NanPolicy::kZero;
+  std::vector<std::byte> plain(v.size()), odd_env(v.size());
+  convert(in, kF32, plain, kE4M3FN, o, {1, GetParam()});
+  const unsigned saved = _mm_getcsr();
+  const unsigned hostile = (saved & ~0x6000u) | 0x6000u /* toward zero */ | 0x8000u /* FTZ */ | 0x0040u /* DAZ */;
+  _mm_setcsr(hostile);
+  convert(in, kF32, odd_env, kE4M3FN, o, {2, GetParam()});
+  const unsigned after = _mm_getcsr();
+  _mm_setcsr(saved);
+  EXPECT_EQ(after, hostile) << "the caller's MXCSR must be restored";
+  EXPECT_EQ(plain, odd_env);
+}
+
+TEST_P(BulkOnIsa, NanIntoAFormatWithoutNanNamesTheFirstIndex) {
+  std::vector<float> x(100000, 1.0f);
+  x[77777] = std::numeric_limits<float>::quiet_NaN();
+  x[88888] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::uint8_t> out(x.size());
+  try {
+    convert(x, out, kE2M1, {}, {2, GetParam()});
+    FAIL() << "expected NanError";
+  } catch (const NanError& e) {
+    EXPECT_EQ(e.index(), 77777u);
+    EXPECT_NE(std::string(e.what()).find("element 77777"), std::string::npos) << e.what();
+  }
+  // Inf * 0 becomes NaN after scaling: caught as well.
+  x.assign(64, std::numeric_limits<float>::infinity());
+  out.resize(64);
+  ConvertOptions o;
+  o.scale = 0.0f;
+  EXPECT_THROW(convert(x, out, kE3M2, o, {1, GetParam()}), NanError);
+  o.nan = NanPolicy::kZero;
+  EXPECT_NO_THROW(convert(x, out, kE3M2, o, {1, GetParam()}));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIsa, BulkOnIsa, ::testing::ValuesIn(kAllIsas),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+TEST(BulkErrors, SizesAndCodesAreChecked) {
+  std::vector<std::byte> in(10), out(2);
+  EXPECT_THROW(convert(in, kF32, out, kE4M3FN), std::invalid_argument);  // 10 bytes: not whole fp32s
+  std::vector<std::byte> in8(8), out3(3);
+  EXPECT_THROW(convert(in8, kF32, out3, kE4M3FN), std::invalid_argument);  // 2 elements, 3 bytes
+  std::vector<std::byte> fp4{std::byte{0x03}, std::byte{0x1F}}, f32out(8);
+  try {
+    convert(fp4, kE2M1, f32out, kF32);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("element 1"), std::string::npos) << e.what();
+  }
+  std::vector<std::byte> ok(4), ok_out(1);
+  EXPECT_THROW(convert(ok, kF32, ok_out, kE4M3FN, {}, {0}), std::invalid_argument);
+}
+
+TEST(BulkDispatch, ActiveIsaIsSupported) {
+  EXPECT_TRUE(isa_supported(active_isa())) << isa_name(active_isa());
+  EXPECT_TRUE(isa_supported(Isa::kGeneric));
+}
+
+}  // namespace
+}  // namespace fp8q
