@@ -134,11 +134,12 @@ Converted round_into(const Exact& x, const Format& f, const ConvertOptions& o, s
     return out;
   }
   const bool inf_result = o.overflow == Overflow::kInfOrNan && f.has_nan();
-  const std::uint64_t inf_or_nan = f.has_inf() ? f.inf_code() | sign
-                                   : f.has_signed_nan() ? f.canonical_nan() | sign
-                                                        : f.canonical_nan();
+  // What IEEE overflow gives: Inf, or NaN where the format has no Inf.
+  auto inf_or_nan = [&] {
+    return f.has_inf() ? f.inf_code() | sign : f.canonical_nan() | (f.has_signed_nan() ? sign : 0);
+  };
   if (x.kind == Kind::kInf) {
-    out.code = inf_result ? inf_or_nan : (f.max_finite_code() | sign);
+    out.code = inf_result ? inf_or_nan() : (f.max_finite_code() | sign);
     return out;
   }
 
@@ -172,7 +173,7 @@ Converted round_into(const Exact& x, const Format& f, const ConvertOptions& o, s
       case Rounding::kDown: to_inf = to_inf && x.negative; break;
       default: break;
     }
-    out.code = to_inf ? inf_or_nan : (f.max_finite_code() | sign);
+    out.code = to_inf ? inf_or_nan() : (f.max_finite_code() | sign);
     return out;
   }
 
@@ -214,7 +215,7 @@ Exact apply_scale(const Exact& x, float scale) {
 
 }  // namespace
 
-Converted convert_one(std::uint64_t code, const Format& from, const Format& to,
+[[gnu::flatten]] Converted convert_one(std::uint64_t code, const Format& from, const Format& to,
                       const ConvertOptions& options, std::uint64_t index) {
   Exact x = decode(code, from);
   if (options.scale) x = apply_scale(x, *options.scale);

@@ -37,6 +37,8 @@ struct OpsAvx512 {
   static V select(V mask, V yes, V no) { return _mm512_mask_blend_epi32(to_mask(mask), no, yes); }
   static bool any(V mask) { return to_mask(mask) != 0; }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F add_f(F a, F b) { return _mm512_add_ps(a, b); }
+  static F as_float(V a) { return _mm512_castsi512_ps(a); }
   static V bits(F a) { return _mm512_castps_si512(a); }
 
   static void mulhilo(V a, V b, V& hi, V& lo) {

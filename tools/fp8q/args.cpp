@@ -1,0 +1,48 @@
+#include "args.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "verbs.hpp"
+
+namespace fp8q::cli {
+
+std::string format_names() {
+  std::string s;
+  for (FormatId id : kAllFormats) s += (s.empty() ? "" : " ") + std::string(format_of(id).name);
+  return s;
+}
+
+const Format& format_arg(const std::string& name, const std::string& option) {
+  if (auto id = parse_format(name)) return format_of(*id);
+  throw UsageError(option + ": unknown format '" + name + "' (one of: " + format_names() + ")");
+}
+
+Rounding rounding_arg(const std::string& name) {
+  if (auto r = parse_rounding(name)) return *r;
+  throw UsageError("--round: unknown rounding '" + name + "' (one of: rne rna rtz rup rdn rto sr)");
+}
+
+Overflow overflow_arg(const std::string& name) {
+  if (auto o = parse_overflow(name)) return *o;
+  throw UsageError("--overflow: unknown policy '" + name + "' (one of: saturate inf-nan)");
+}
+
+NanPolicy nan_arg(const std::string& name) {
+  if (name == "error") return NanPolicy::kError;
+  if (name == "zero") return NanPolicy::kZero;
+  throw UsageError("--nan: unknown policy '" + name + "' (one of: error zero)");
+}
+
+float float_arg(const std::string& text, const std::string& option) {
+  errno = 0;
+  char* end = nullptr;
+  const float v = std::strtof(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size())
+    throw UsageError(option + ": '" + text + "' is not a number");
+  if (errno == ERANGE && (v > 1 || v < -1))  // overflow; underflow to subnormal is fine
+    throw UsageError(option + ": '" + text + "' is out of fp32 range");
+  return v;
+}
+
+}  // namespace fp8q::cli

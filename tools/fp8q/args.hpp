@@ -1,0 +1,20 @@
+// Option values shared by the verbs: format and policy names, checked with a message that
+// lists what is accepted.
+#pragma once
+
+#include <string>
+
+#include "fp8q/numerics/format.hpp"
+#include "fp8q/numerics/policy.hpp"
+
+namespace fp8q::cli {
+
+const Format& format_arg(const std::string& name, const std::string& option);
+Rounding rounding_arg(const std::string& name);
+Overflow overflow_arg(const std::string& name);
+NanPolicy nan_arg(const std::string& name);
+// A decimal or hexadecimal float, correctly rounded to fp32 (strtof), the whole string used.
+float float_arg(const std::string& text, const std::string& option);
+std::string format_names();  // "f32 f64 bf16 ..."
+
+}  // namespace fp8q::cli

@@ -1,0 +1,53 @@
+// fp8q dump --format F [--first N] [--count N] FILE: prints index, code and exact value of
+// each element of a raw little-endian array, so a file can be read by eye.
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "args.hpp"
+#include "files.hpp"
+#include "fp8q/numerics/convert.hpp"
+#include "verbs.hpp"
+
+namespace fp8q::cli {
+namespace {
+
+struct DumpArgs {
+  std::string format, file;
+  std::size_t first = 0, count = 32;
+};
+
+void run(const DumpArgs& a) {
+  const Format& f = format_arg(a.format, "--format");
+  const std::vector<std::byte> data = read_all(a.file);
+  const auto eb = static_cast<std::size_t>(f.storage_bytes());
+  if (data.size() % eb != 0)
+    throw UsageError("input '" + a.file + "' has " + std::to_string(data.size()) + " bytes, not a whole number of " +
+                     std::string(f.name) + " elements");
+  const std::size_t n = data.size() / eb;
+  const int hex_digits = (f.bits() + 3) / 4;
+  for (std::size_t i = a.first; i < n && i < a.first + a.count; ++i) {
+    std::uint64_t code = 0;
+    std::memcpy(&code, data.data() + i * eb, eb);
+    if (f.bits() < 64 && (code >> f.bits()) != 0)
+      throw UsageError("element " + std::to_string(i) + " of '" + a.file + "' is not a " + std::string(f.name) +
+                       " code (" + std::to_string(f.bits()) + " bits)");
+    // %.17g of the exact fp64 value: every format here is exact in fp64.
+    std::printf("%10zu  0x%0*llX  %.17g\n", i, hex_digits, static_cast<unsigned long long>(code), decode_f64(code, f));
+  }
+}
+
+}  // namespace
+
+void add_dump(CLI::App& app) {
+  auto a = std::make_shared<DumpArgs>();
+  auto* cmd = app.add_subcommand("dump", "Print the codes and exact values of a raw array");
+  cmd->add_option("--format", a->format, "Element format")->required();
+  cmd->add_option("--first", a->first, "First element to print")->capture_default_str();
+  cmd->add_option("--count", a->count, "How many elements to print")->capture_default_str();
+  cmd->add_option("FILE", a->file, "Input file, or - for standard input")->required();
+  cmd->callback([a] { run(*a); });
+}
+
+}  // namespace fp8q::cli

@@ -1,0 +1,19 @@
+// The verbs of the fp8q tool. Each adds its subcommand to the app; the callback runs it.
+// A verb reports bad input by throwing UsageError (printed to stderr, exit code 2).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <stdexcept>
+
+namespace fp8q::cli {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void add_formats(CLI::App& app);
+void add_convert(CLI::App& app);
+void add_dump(CLI::App& app);
+void add_bench(CLI::App& app);
+
+}  // namespace fp8q::cli
