@@ -62,6 +62,9 @@ std::vector<Measurement> run_cases(const std::string& filter, double min_time_s,
   std::vector<std::string> args = {"fp8q-bench", "--benchmark_filter=" + pattern,
                                    "--benchmark_min_time=" + std::to_string(min_time_s),
                                    "--benchmark_repetitions=" + std::to_string(repetitions),
+                                   // repetitions of all cases interleaved in random order, so a
+                                   // slow phase of a shared machine hits case and baseline alike
+                                   "--benchmark_enable_random_interleaving=true",
                                    "--benchmark_report_aggregates_only=" + std::string(repetitions > 1 ? "true" : "false")};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -20,7 +20,7 @@ struct BenchArgs {
   std::string filter = "^convert/";
   bool json = false;
   double min_time = 0.5;
-  int repetitions = 3;
+  int repetitions = 5;
 };
 
 void run(const BenchArgs& a) {

@@ -29,8 +29,8 @@ struct NarrowKernel {
 
   struct Consts {
     V c7fffffff, c7fffff, c800000, c7f800000, c80000000, one, zero, m1_127, emin, sh_base,
-        max_code, nan_code, inf_or_nan, c31, c32, half_m1, bias_adj, min_normal, magic;
-    typename Ops::F scale, magic_f;
+        max_code, nan_code, inf_or_nan, c31, c32, min_normal, cap, quantum_shift;
+    typename Ops::F scale;
     int man_bits, sign_shift;
     std::uint32_t seed_lo, seed_hi;
     explicit Consts(const fp8q::detail::NarrowParams& p)
@@ -40,11 +40,9 @@ struct NarrowKernel {
           sh_base(Ops::set1(23 - p.man_bits)), max_code(Ops::set1(p.max_code)),
           nan_code(Ops::set1(p.has_nan ? p.nan_code : 0)), inf_or_nan(Ops::set1(p.inf_or_nan)),
           c31(Ops::set1(31)), c32(Ops::set1(32)),
-          half_m1(Ops::set1((1 << (22 - p.man_bits)) - 1)),
-          bias_adj(Ops::set1((127 + p.emin - 1) << p.man_bits)),
-          min_normal(Ops::set1((127 + p.emin) << 23)),
-          magic(Ops::set1((127 + p.emin - p.man_bits + 23) << 23)),
-          scale(Ops::set1f(p.scale)), magic_f(Ops::as_float(magic)), man_bits(p.man_bits),
+          min_normal(Ops::set1((127 + p.emin) << 23)), cap(Ops::set1(200 << 23)),
+          quantum_shift(Ops::set1((23 - p.man_bits) << 23)),
+          scale(Ops::set1f(p.scale)), man_bits(p.man_bits),
           sign_shift(p.sign_shift),
           seed_lo(static_cast<std::uint32_t>(p.options->seed)),
           seed_hi(static_cast<std::uint32_t>(p.options->seed >> 32)) {}
@@ -79,28 +77,31 @@ struct NarrowKernel {
     return c0;
   }
 
-  // Nearest-even, the common case, in fewer operations (same results; the exhaustive test
-  // checks all 2^32 inputs):
-  //  - target-normal |x| (a >= 2^emin): round the fp32 pattern itself at bit 23 - m,
-  //    t = a + (2^(22-m) - 1) + lsb; t >> (23 - m) is then (e32 << m) + mantissa with the
-  //    carry already in the exponent, and code = that - ((127 + emin - 1) << m);
-  //  - target-subnormal |x| < 2^emin: fp32 addition of M = 2^(emin - m + 23) rounds |x| to
-  //    a multiple of 2^(emin - m) (the ulp of [M, 2M)), nearest-even, in hardware;
-  //    bits(M + |x|) - bits(M) is that multiple. The bulk driver pins MXCSR to the IEEE
-  //    default, so neither the caller's rounding mode nor FTZ/DAZ can enter.
-  //  - anything that rounds above max_code overflows (+/-Inf included: their code is huge).
-  static V narrow_rne(V u, const Consts& k, const fp8q::detail::NarrowParams& p, V& nan_seen) {
+  // Nearest-even, the common case, in one branch-free path (same results as narrow<>: the
+  // exhaustive test checks all 2^32 inputs). With e = the exponent field of |x| clamped to
+  // [emin, cap], the fp32 addition |x| + M, M = 2^(e + 23 - m), rounds |x| to a multiple of
+  // 2^(e - m) (the ulp of M's binade), nearest-even, in hardware: this is the target's
+  // quantum q = max(E, emin) - m. So n = bits(|x| + M) - bits(M) is the rounded count of
+  // quanta, and code = ((e - emin) << m) + n is the generic formula of convert.cpp. The clamp
+  // at cap (biased 200, far above any target's range) keeps M finite; values that large,
+  // and +/-Inf, still give a code above max_code. The bulk driver pins MXCSR to the IEEE
+  // default, so neither the caller's rounding mode nor FTZ/DAZ can enter.
+  // The magnitude code before overflow, NaN and sign are applied (never negative).
+  static V rne_magnitude(V u, const Consts& k) {
     const V a = Ops::band(u, k.c7fffffff);
-    const V lsb = Ops::band(Ops::srl(a, 23 - k.man_bits), k.one);
-    const V t = Ops::add(a, Ops::add(k.half_m1, lsb));
-    const V normal = Ops::sub(Ops::srl(t, 23 - k.man_bits), k.bias_adj);
-    const V subnormal = Ops::sub(Ops::bits(Ops::add_f(Ops::as_float(a), k.magic_f)), k.magic);
-    V mag = Ops::select(Ops::gt(k.min_normal, a), subnormal, normal);
+    const V e = Ops::min(Ops::max(Ops::band(u, k.c7f800000), k.min_normal), k.cap);
+    const V m_bits = Ops::add(e, k.quantum_shift);
+    const V n = Ops::sub(Ops::bits(Ops::add_f(Ops::as_float(a), Ops::as_float(m_bits))), m_bits);
+    return Ops::add(n, Ops::srl(Ops::sub(e, k.min_normal), 23 - k.man_bits));
+  }
+
+  static V narrow_rne(V u, const Consts& k, const fp8q::detail::NarrowParams& p, V& nan_seen) {
+    V mag = rne_magnitude(u, k);
     mag = p.inf_result ? Ops::select(Ops::gt(mag, k.max_code), k.inf_or_nan, mag) : Ops::min(mag, k.max_code);
-    const V is_nan = Ops::gt(a, k.c7f800000);
+    const V is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);
     mag = Ops::select(is_nan, k.nan_code, mag);
     if (!p.has_nan) nan_seen = Ops::bor(nan_seen, is_nan);
-    V sign = Ops::sll(Ops::srl(u, 31), k.sign_shift);
+    V sign = Ops::srl(Ops::band(u, k.c80000000), 31 - k.sign_shift);
     if (!p.negative_zero) sign = Ops::andnot(Ops::eq(mag, k.zero), sign);  // fnuz: no -0
     return Ops::bor(mag, sign);
   }
@@ -166,9 +167,16 @@ struct NarrowKernel {
     return Ops::bor(mag, sign);
   }
 
+  // bf16 under nearest-even may use the ISA's cheaper, lane-interleaving widening
+  // (Ops::load4_bf16_interleaved); stochastic rounding keys each lane by its element index,
+  // so the other modes keep natural order.
   template <fp8q::detail::Source S, fp8q::Rounding R>
-  static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
-                  const fp8q::detail::NarrowParams& p) {
+  static constexpr bool kInterleaved =
+      Ops::kInterleavedBf16 && S == fp8q::detail::Source::kBF16 && R == fp8q::Rounding::kNearestEven;
+
+  template <fp8q::detail::Source S, fp8q::Rounding R, bool kScaled>
+  static bool run_impl(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
+                       const fp8q::detail::NarrowParams& p) {
     const Consts k(p);
     constexpr std::size_t L = Ops::kLanes;
     constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
@@ -177,17 +185,29 @@ struct NarrowKernel {
     const std::uint64_t base = p.options->offset + index0;
     std::size_t i = 0;
     for (; i + 4 * L <= n; i += 4 * L) {
+      const unsigned char* block = src + i * kBytes;
+      V u[4];
+      if constexpr (kInterleaved<S, R>) {
+        Ops::load4_bf16_interleaved(block, u);
+      } else {
+        for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
+      }
+      if constexpr (kScaled) {  // fp32(x * scale); without a scale x is used as it is (x * 1 == x)
+        for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::mul(Ops::as_float(u[j]), k.scale));
+      }
       V c[4];
       for (std::size_t j = 0; j < 4; ++j) {
-        const auto x = Ops::template load<S>(src + (i + j * L) * kBytes);
-        const V u = Ops::bits(Ops::mul(x, k.scale));
         if constexpr (R == fp8q::Rounding::kNearestEven) {
-          c[j] = narrow_rne(u, k, p, nan_seen);
+          c[j] = narrow_rne(u[j], k, p, nan_seen);
         } else {
-          c[j] = narrow<R>(u, base + i + j * L, k, p, nan_seen);
+          c[j] = narrow<R>(u[j], base + i + j * L, k, p, nan_seen);
         }
       }
-      Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
+      if constexpr (kInterleaved<S, R>) {
+        Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
+      } else {
+        Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
+      }
     }
     bool nan_unrepresentable = Ops::any(nan_seen);
     for (; i < n; ++i) {  // the tail takes the scalar reference
@@ -198,6 +218,12 @@ struct NarrowKernel {
       nan_unrepresentable = nan_unrepresentable || r.nan_unrepresentable;
     }
     return nan_unrepresentable;
+  }
+
+  template <fp8q::detail::Source S, fp8q::Rounding R>
+  static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
+                  const fp8q::detail::NarrowParams& p) {
+    return p.scale == 1.0f ? run_impl<S, R, false>(in, out, n, index0, p) : run_impl<S, R, true>(in, out, n, index0, p);
   }
 
   template <fp8q::detail::Source S>

@@ -48,6 +48,9 @@ struct OpsAvx512 {
     hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
   }
 
+  // bf16 keeps the natural-order widening here (no interleaved variant).
+  static constexpr bool kInterleavedBf16 = false;
+
   template <fp8q::detail::Source S>
   static F load(const unsigned char* p) {
     if constexpr (S == fp8q::detail::Source::kF32) {
