@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages fp8q needs to build, test and benchmark. Idempotent: when
+# everything is installed it only asks dpkg and returns at once.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config       # toolchain
+  libgtest-dev libgmock-dev              # tests
+  libbenchmark-dev                       # bench/ and `fp8q bench`
+  libcli11-dev nlohmann-json3-dev        # the fp8q tool
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

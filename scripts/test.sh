@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite from nothing: installs what is missing, builds, runs every test
+# (the exhaustive 2^32-input checks included, label `exhaustive`) with CTest.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${FP8Q_BUILD_DIR:-$root/build}"
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh"
+cd "$build"
+ctest --output-on-failure --parallel "$(nproc)" --timeout 1800
