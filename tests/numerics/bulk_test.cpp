@@ -74,7 +74,12 @@ class BulkOnIsa : public ::testing::TestWithParam<Isa> {
   }
   // Every narrow target, rounding, overflow and scale: convert() == reference.
   void check_all(std::span<const std::byte> in, const Format& from) {
-    const std::optional<float> scales[] = {std::nullopt, 3.5f, std::ldexp(1.0f, -20), 1e30f, 1e-40f, -0.75f};
+    constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    // NaN scales: the product's NaN sign is x's when x is NaN (whatever the operand order
+    // of the SIMD multiply); 0 and Inf make 0 * Inf, the negative default NaN.
+    const std::optional<float> scales[] = {std::nullopt, 3.5f, std::ldexp(1.0f, -20), 1e30f, 1e-40f, -0.75f,
+                                           kNaN, -kNaN, kInf, 0.0f};
     for (FormatId id : kNarrowFormats) {
       const Format& to = format_of(id);
       for (Rounding r : test::kAllRoundings)

@@ -86,6 +86,13 @@ struct NarrowKernel {
   // at cap (biased 200, far above any target's range) keeps M finite; values that large,
   // and +/-Inf, still give a code above max_code. The bulk driver pins MXCSR to the IEEE
   // default, so neither the caller's rounding mode nor FTZ/DAZ can enter.
+  // fp32(x * scale) with the NaN rule of convert.cpp: a NaN x keeps its own sign even when the
+  // scale is NaN too. x86 returns the first operand's NaN, and the compiler may swap the
+  // operands of a product, so the rule is enforced rather than left to operand order.
+  static typename Ops::F scaled(typename Ops::F x, typename Ops::F scale) {
+    return Ops::select_f(Ops::is_nan(x), x, Ops::mul(x, scale));
+  }
+
   // The magnitude code before overflow, NaN and sign are applied (never negative).
   static V rne_magnitude(V u, const Consts& k) {
     const V a = Ops::band(u, k.c7fffffff);
@@ -193,7 +200,7 @@ struct NarrowKernel {
         for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
       }
       if constexpr (kScaled) {  // fp32(x * scale); without a scale x is used as it is (x * 1 == x)
-        for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::mul(Ops::as_float(u[j]), k.scale));
+        for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(scaled(Ops::as_float(u[j]), k.scale));
       }
       V c[4];
       for (std::size_t j = 0; j < 4; ++j) {

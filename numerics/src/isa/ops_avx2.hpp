@@ -35,6 +35,8 @@ struct OpsAvx2 {
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F add_f(F a, F b) { return _mm256_add_ps(a, b); }
   static F as_float(V a) { return _mm256_castsi256_ps(a); }
+  static F is_nan(F a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  static F select_f(F mask, F yes, F no) { return _mm256_blendv_ps(no, yes, mask); }
   static V bits(F a) { return _mm256_castps_si256(a); }
 
   // (hi, lo) = a * b, 32 x 32 -> 64 bits per lane, unsigned.

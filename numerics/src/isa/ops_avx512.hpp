@@ -39,6 +39,11 @@ struct OpsAvx512 {
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F add_f(F a, F b) { return _mm512_add_ps(a, b); }
   static F as_float(V a) { return _mm512_castsi512_ps(a); }
+  // Float masks are __mmask16 here, carried as a vector for the same kernel text.
+  static F is_nan(F a) { return _mm512_castsi512_ps(from_mask(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q))); }
+  static F select_f(F mask, F yes, F no) {
+    return _mm512_mask_blend_ps(to_mask(_mm512_castps_si512(mask)), no, yes);
+  }
   static V bits(F a) { return _mm512_castps_si512(a); }
 
   static void mulhilo(V a, V b, V& hi, V& lo) {

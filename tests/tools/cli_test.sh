@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# tools/fp8q: the command-line contract. Every verb has --help; bad input exits 2 with a
+# message on stderr that names the problem; no partial output file is left; an input is
+# never overwritten; stdin/stdout work. Usage: cli_test.sh PATH/TO/fp8q
+set -uo pipefail
+fp8q="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+check() {  # check NAME EXPECTED_RC STDERR_REGEX -- command...
+  local name="$1" want_rc="$2" pattern="$3"
+  shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -eq "$want_rc" ] && { [ -z "$pattern" ] || grep -Eq -- "$pattern" "$tmp/err"; }; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $rc (want $want_rc), stderr: $(head -c 300 "$tmp/err")"
+  fi
+}
+expect() {  # expect NAME CONDITION...
+  local name="$1"
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+
+printf '\x00\x00\x80\x3f\x00\x00\xe8\x43\x00\x80\xe8\x43\x00\x00\xc0\x7f' > "$tmp/x.f32"  # 1, 464, 465, NaN
+
+check help 0 '' -- "$fp8q" --help
+for verb in formats convert dump bench; do
+  check "$verb --help" 0 '' -- "$fp8q" "$verb" --help
+  expect "$verb --help prints usage" grep -q "Usage" "$tmp/out"
+done
+check "formats" 0 '' -- "$fp8q" formats
+expect "formats lists e4m3fn" grep -q '^e4m3fn ' "$tmp/out"
+check "formats --json" 0 '' -- "$fp8q" formats --json
+expect "formats --json has 14 formats" test "$(grep -c '"name"' "$tmp/out")" -eq 14
+
+check "convert e4m3fn" 0 '' -- "$fp8q" convert --from f32 --to e4m3fn "$tmp/x.f32" "$tmp/x.e4"
+expect "464 ties to 448, 465 saturates, NaN is 0x7F" test "$(od -An -tx1 "$tmp/x.e4" | tr -d ' ')" = "387e7e7f"
+check "convert inf-nan" 0 '' -- "$fp8q" convert --from f32 --to e4m3fn --overflow inf-nan "$tmp/x.f32" "$tmp/y.e4"
+expect "465 overflows to NaN" test "$(od -An -tx1 "$tmp/y.e4" | tr -d ' ')" = "387e7f7f"
+check "stdin to stdout" 0 '' -- sh -c "cat '$tmp/x.f32' | '$fp8q' convert --from f32 --to e5m2 - - > '$tmp/z'"
+expect "stdout bytes" test "$(od -An -tx1 "$tmp/z" | tr -d ' ')" = "3c5f5f7e"
+
+head -c 7 "$tmp/x.f32" > "$tmp/t.f32"
+check "truncated input" 2 'not a whole number of f32 elements' -- "$fp8q" convert --from f32 --to e5m2 "$tmp/t.f32" "$tmp/t.out"
+expect "no output after an error" test ! -e "$tmp/t.out"
+check "NaN into e2m1" 2 'element 3: NaN has no encoding in e2m1' -- "$fp8q" convert --from f32 --to e2m1 "$tmp/x.f32" "$tmp/n.out"
+expect "no output after a NaN error" test ! -e "$tmp/n.out"
+expect "no temporary file left" test -z "$(ls -A "$tmp" | grep fp8q-tmp)"
+check "--nan zero" 0 '' -- "$fp8q" convert --from f32 --to e2m1 --nan zero "$tmp/x.f32" "$tmp/n.out"
+check "unknown format" 2 "unknown format 'e9m9'" -- "$fp8q" convert --from e9m9 --to e5m2 "$tmp/x.f32" "$tmp/o"
+check "unknown rounding" 2 "unknown rounding 'up'" -- "$fp8q" convert --from f32 --to e5m2 --round up "$tmp/x.f32" "$tmp/o"
+check "bad scale" 2 "--scale: 'abc' is not a number" -- "$fp8q" convert --from f32 --to e5m2 --scale abc "$tmp/x.f32" "$tmp/o"
+check "threads 0" 2 'threads' -- "$fp8q" convert --from f32 --to e5m2 --threads 0 "$tmp/x.f32" "$tmp/o"
+check "missing input" 2 "cannot open input" -- "$fp8q" convert --from f32 --to e5m2 "$tmp/none" "$tmp/o"
+check "missing option" 2 'from is required' -- "$fp8q" convert --to e5m2 "$tmp/x.f32" "$tmp/o"
+cp "$tmp/x.f32" "$tmp/keep.f32"
+check "output is the input" 2 'is the input file' -- "$fp8q" convert --from f32 --to f32 "$tmp/keep.f32" "$tmp/keep.f32"
+expect "input untouched" cmp -s "$tmp/x.f32" "$tmp/keep.f32"
+check "fp4 code out of range" 2 'element 0: byte 31 is not a e2m1 code' -- sh -c "printf '\\037' | '$fp8q' convert --from e2m1 --to f32 - -"
+check "dump" 0 '' -- "$fp8q" dump --format e4m3fn "$tmp/x.e4"
+expect "dump shows 448" grep -q '0x7E  448' "$tmp/out"
+check "bench no match" 2 'no benchmark case matches' -- "$fp8q" bench --filter '^nothing$'
+check "bench bad regex" 2 'not a regular expression' -- "$fp8q" bench --filter '('
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
