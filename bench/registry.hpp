@@ -30,8 +30,9 @@ void register_all();
 void register_baselines();
 void register_convert();
 
-// Runs body(begin, end) over `threads` contiguous chunks of [0, n) on fresh threads, as the
-// library's bulk calls do, so the baselines pay the same thread start-up.
+// Runs body(begin, end) over `threads` contiguous chunks of [0, n), each but the first on a
+// fresh thread started for this call, as the library's bulk calls do, so the baselines pay
+// the same thread start-up.
 void parallel_for(std::size_t n, int threads, const std::function<void(std::size_t, std::size_t)>& body);
 
 }  // namespace fp8q::bench

@@ -11,7 +11,6 @@ struct Measurement {
   double bytes_per_second = 0;  // bytes read + written
   double items_per_second = 0;  // elements
   double real_time_ms = 0;      // per iteration
-  std::string label;
 };
 
 // Runs every case whose name matches `filter` (a regular expression), plus the baselines

@@ -4,9 +4,9 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config       # toolchain
+  cmake ninja-build g++                  # toolchain
   python3                                # tests/independent, examples/
-  libgtest-dev libgmock-dev              # tests
+  libgtest-dev                           # tests
   libbenchmark-dev                       # bench/ and `fp8q bench`
   libcli11-dev nlohmann-json3-dev        # the fp8q tool
 )

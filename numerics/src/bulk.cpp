@@ -8,6 +8,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -27,6 +28,12 @@ std::uint64_t load_le(const std::byte* p, int bytes) {
   return v;
 }
 void store_le(std::byte* p, std::uint64_t v, int bytes) { std::memcpy(p, &v, static_cast<std::size_t>(bytes)); }
+
+[[noreturn]] void throw_invalid_code(std::size_t index, std::uint64_t byte, const Format& from) {
+  throw std::invalid_argument("element " + std::to_string(index) + ": byte " + std::to_string(byte) + " is not a " +
+                              std::string(from.name) + " code (" + std::to_string(from.bits()) +
+                              "-bit codes, high bits must be 0)");
+}
 
 std::string nan_message(std::size_t index, const Format& to) {
   return "element " + std::to_string(index) + ": NaN has no encoding in " + std::string(to.name) +
@@ -54,8 +61,15 @@ void parallel_chunks(std::size_t n, int threads, const Body& body) {
     }
   };
   std::vector<std::thread> pool;
-  for (std::size_t c = 1; c < t; ++c) pool.emplace_back(run, c);
+  std::size_t started = 1;
+  try {
+    for (; started < t; ++started) pool.emplace_back(run, started);
+  } catch (const std::system_error&) {
+    // No more threads to be had: the calling thread does the remaining chunks itself
+    // (same chunks, same bits), rather than failing the call.
+  }
   run(0);
+  for (std::size_t c = started; c < t; ++c) run(c);
   for (auto& th : pool) th.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
@@ -80,34 +94,59 @@ Source source_of(const Format& f) { return f == kF32 ? Source::kF32 : f == kBF16
   throw std::logic_error("fp8q: a kernel reported a NaN that the scalar path does not see");
 }
 
-// Narrow sources (<= 8 bits): one table of 256 results for this call's options.
+// Narrow sources (<= 8 bits): one table of 256 results for this call's options, applied by a
+// plain lookup loop per output width. Codes that are not codes of `from` (fp6/fp4 bytes with
+// high bits set) and NaNs the target cannot hold are found by a check per chunk that only
+// runs its slow search when such a byte is present.
+template <class Out>
+void apply_table(const std::uint8_t* src, std::byte* dst, std::size_t begin, std::size_t end,
+                 const std::array<Out, 256>& table) {
+  // memcpy: `dst` need not be aligned for Out; it compiles to one store
+  for (std::size_t i = begin; i < end; ++i) std::memcpy(dst + i * sizeof(Out), &table[src[i]], sizeof(Out));
+}
+
 void convert_by_table(std::span<const std::byte> in, const Format& from, std::span<std::byte> out,
                       const Format& to, const ConvertOptions& o, int threads) {
-  struct Entry {
-    std::uint64_t code;
-    bool nan_unrepresentable;
-    bool valid;
-  };
-  std::array<Entry, 256> table{};
-  const std::uint64_t codes = std::uint64_t{1} << from.bits();
+  std::array<std::uint64_t, 256> codes{};
+  std::array<bool, 256> bad{};  // not a code of `from`, or a NaN the target cannot hold (kError)
+  bool any_bad = false;
   for (std::uint64_t c = 0; c < 256; ++c) {
-    if (c >= codes) continue;
-    const Converted r = convert_one(c, from, to, o, 0);
-    table[c] = {r.code, r.nan_unrepresentable, true};
-  }
-  const int ob = to.storage_bytes();
-  parallel_chunks(in.size(), threads, [&](std::size_t begin, std::size_t end) {
-    const auto* src = reinterpret_cast<const std::uint8_t*>(in.data());
-    for (std::size_t i = begin; i < end; ++i) {
-      const Entry& e = table[src[i]];
-      if (!e.valid)
-        throw std::invalid_argument("element " + std::to_string(i) + ": byte " + std::to_string(src[i]) +
-                                    " is not a " + std::string(from.name) + " code (" +
-                                    std::to_string(from.bits()) + "-bit codes, high bits must be 0)");
-      if (e.nan_unrepresentable && o.nan == NanPolicy::kError) throw NanError(i, nan_message(i, to));
-      store_le(out.data() + i * ob, e.code, ob);
+    if (c >> from.bits() != 0) {
+      bad[c] = any_bad = true;
+      continue;
     }
-  });
+    const Converted r = convert_one(c, from, to, o, 0);
+    codes[c] = r.code;
+    bad[c] = r.nan_unrepresentable && o.nan == NanPolicy::kError;
+    any_bad = any_bad || bad[c];
+  }
+  auto narrowed = [&]<class Out>(Out) {
+    std::array<Out, 256> t{};
+    for (std::size_t c = 0; c < 256; ++c) t[c] = static_cast<Out>(codes[c]);
+    return t;
+  };
+  const auto* src = reinterpret_cast<const std::uint8_t*>(in.data());
+  auto check = [&](std::size_t begin, std::size_t end) {
+    if (!any_bad) return;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (!bad[src[i]]) continue;
+      if (src[i] >> from.bits() != 0) throw_invalid_code(i, src[i], from);
+      throw NanError(i, nan_message(i, to));
+    }
+  };
+  auto run = [&]<class Out>(Out tag) {
+    const std::array<Out, 256> table = narrowed(tag);
+    parallel_chunks(in.size(), threads, [&](std::size_t begin, std::size_t end) {
+      check(begin, end);
+      apply_table(src, out.data(), begin, end, table);
+    });
+  };
+  switch (to.storage_bytes()) {
+    case 1: run(std::uint8_t{}); break;
+    case 2: run(std::uint16_t{}); break;
+    case 4: run(std::uint32_t{}); break;
+    default: run(std::uint64_t{}); break;
+  }
 }
 
 }  // namespace
@@ -144,7 +183,9 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
   }
   parallel_chunks(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      const Converted r = convert_one(load_le(in.data() + i * ib, static_cast<int>(ib)), from, to, o, i);
+      const std::uint64_t code = load_le(in.data() + i * ib, static_cast<int>(ib));
+      if (from.bits() < 64 && code >> from.bits() != 0) throw_invalid_code(i, code, from);  // fp6 / fp4
+      const Converted r = convert_one(code, from, to, o, i);
       if (r.nan_unrepresentable && o.nan == NanPolicy::kError) throw NanError(i, nan_message(i, to));
       store_le(out.data() + i * ob, r.code, static_cast<int>(ob));
     }

@@ -2,6 +2,8 @@
 #include "fp8q/numerics/isa.hpp"
 
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace fp8q {
@@ -34,8 +36,11 @@ Isa active_isa() {
   static const Isa chosen = [] {
     Isa cap = Isa::kAvx512;
     if (const char* env = std::getenv("FP8Q_ISA")) {
+      bool known = false;
       for (Isa i : kAllIsas)
-        if (isa_name(i) == env) cap = i;
+        if (isa_name(i) == env) cap = i, known = true;
+      if (!known)
+        throw std::invalid_argument("FP8Q_ISA='" + std::string(env) + "' is not one of: generic avx2 avx512");
     }
     Isa best = Isa::kGeneric;
     for (Isa i : kAllIsas)

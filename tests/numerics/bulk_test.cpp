@@ -4,7 +4,9 @@
 #include "fp8q/numerics/bulk.hpp"
 
 #include <gtest/gtest.h>
+#if defined(__x86_64__)
 #include <xmmintrin.h>
+#endif
 
 #include <cmath>
 #include <cstring>
@@ -166,6 +168,7 @@ TEST_P(BulkOnIsa, SameBitsForAnyThreadCountAndSplit) {
   }
 }
 
+#if defined(__x86_64__)  // MXCSR
 TEST_P(BulkOnIsa, CallerFpEnvironmentChangesNothing) {
   const auto v = structured_f32(20000);
   const auto in = std::as_bytes(std::span(v));
@@ -183,6 +186,7 @@ TEST_P(BulkOnIsa, CallerFpEnvironmentChangesNothing) {
   EXPECT_EQ(after, hostile) << "the caller's MXCSR must be restored";
   EXPECT_EQ(plain, odd_env);
 }
+#endif
 
 TEST_P(BulkOnIsa, NanIntoAFormatWithoutNanNamesTheFirstIndex) {
   std::vector<float> x(100000, 1.0f);
@@ -196,6 +200,16 @@ TEST_P(BulkOnIsa, NanIntoAFormatWithoutNanNamesTheFirstIndex) {
     EXPECT_EQ(e.index(), 77777u);
     EXPECT_NE(std::string(e.what()).find("element 77777"), std::string::npos) << e.what();
   }
+  // NaNs in both threads' chunks: the error names the first by element order.
+  x[20000] = std::numeric_limits<float>::quiet_NaN();
+  for (int t : {2, 3}) {
+    try {
+      convert(x, out, kE2M1, {}, {t, GetParam()});
+      FAIL() << "expected NanError";
+    } catch (const NanError& e) {
+      EXPECT_EQ(e.index(), 20000u) << t << " threads";
+    }
+  }
   // Inf * 0 becomes NaN after scaling: caught as well.
   x.assign(64, std::numeric_limits<float>::infinity());
   out.resize(64);
@@ -204,6 +218,27 @@ TEST_P(BulkOnIsa, NanIntoAFormatWithoutNanNamesTheFirstIndex) {
   EXPECT_THROW(convert(x, out, kE3M2, o, {1, GetParam()}), NanError);
   o.nan = NanPolicy::kZero;
   EXPECT_NO_THROW(convert(x, out, kE3M2, o, {1, GetParam()}));
+}
+
+TEST_P(BulkOnIsa, NanErrorInEveryModeAndSource) {  // the SIMD kernels' NaN flag, not the tail
+  for (const Format* from : {&kF32, &kBF16, &kF16}) {
+    std::vector<std::uint64_t> codes(1000, from == &kF32 ? 0x3F800000u : from == &kBF16 ? 0x3F80u : 0x3C00u);
+    codes[40] = from->canonical_nan();
+    std::vector<std::byte> in(codes.size() * from->storage_bytes()), out(codes.size());
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      std::memcpy(in.data() + i * from->storage_bytes(), &codes[i], from->storage_bytes());
+    for (Rounding r : test::kAllRoundings)
+      for (const Format* to : {&kE2M3, &kE3M2, &kE2M1}) {
+        ConvertOptions o;
+        o.rounding = r;
+        try {
+          convert(in, *from, out, *to, o, {1, GetParam()});
+          ADD_FAILURE() << from->name << " -> " << to->name << " " << rounding_name(r) << ": no NanError";
+        } catch (const NanError& e) {
+          EXPECT_EQ(e.index(), 40u) << from->name << " -> " << to->name << " " << rounding_name(r);
+        }
+      }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryIsa, BulkOnIsa, ::testing::ValuesIn(kAllIsas),
@@ -221,6 +256,10 @@ TEST(BulkErrors, SizesAndCodesAreChecked) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("element 1"), std::string::npos) << e.what();
   }
+  // ... on every path: the stochastic one does not use the table.
+  ConvertOptions sr;
+  sr.rounding = Rounding::kStochastic;
+  EXPECT_THROW(convert(fp4, kE2M1, f32out, kF32, sr), std::invalid_argument);
   std::vector<std::byte> ok(4), ok_out(1);
   EXPECT_THROW(convert(ok, kF32, ok_out, kE4M3FN, {}, {0}), std::invalid_argument);
 }

@@ -62,8 +62,26 @@ cp "$tmp/x.f32" "$tmp/keep.f32"
 check "output is the input" 2 'is the input file' -- "$fp8q" convert --from f32 --to f32 "$tmp/keep.f32" "$tmp/keep.f32"
 expect "input untouched" cmp -s "$tmp/x.f32" "$tmp/keep.f32"
 check "fp4 code out of range" 2 'element 0: byte 31 is not a e2m1 code' -- sh -c "printf '\\037' | '$fp8q' convert --from e2m1 --to f32 - -"
+check "fp4 code out of range, stochastic path" 2 'element 0: byte 31 is not a e2m1 code' -- sh -c "printf '\\037' | '$fp8q' convert --from e2m1 --to f32 --round sr - -"
+check "scale underflows to zero" 2 "underflows fp32 to zero" -- "$fp8q" convert --from f32 --to e5m2 --scale 1e-50 "$tmp/x.f32" "$tmp/o"
+check "unknown FP8Q_ISA" 2 "FP8Q_ISA='sse9' is not one of" -- env FP8Q_ISA=sse9 "$fp8q" convert --from f32 --to e5m2 "$tmp/x.f32" "$tmp/o"
+check "FP8Q_ISA=generic gives the same bytes" 0 '' -- env FP8Q_ISA=generic "$fp8q" convert --from f32 --to e4m3fn "$tmp/x.f32" "$tmp/g.e4"
+expect "generic path bytes" cmp -s "$tmp/g.e4" "$tmp/x.e4"
+# A symbolic link stays a link; a device is written in place, not replaced by a file.
+ln -s "$tmp/linked.e4" "$tmp/link"
+check "output through a symlink" 0 '' -- "$fp8q" convert --from f32 --to e4m3fn "$tmp/x.f32" "$tmp/link"
+expect "the link is still a link" test -L "$tmp/link"
+expect "its target got the bytes" cmp -s "$tmp/linked.e4" "$tmp/x.e4"
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" > "$tmp/from-fifo" &
+check "output to a FIFO" 0 '' -- "$fp8q" convert --from f32 --to e4m3fn "$tmp/x.f32" "$tmp/fifo"
+wait
+expect "the FIFO is still a FIFO" test -p "$tmp/fifo"
+expect "the reader got the bytes" cmp -s "$tmp/from-fifo" "$tmp/x.e4"
 check "dump" 0 '' -- "$fp8q" dump --format e4m3fn "$tmp/x.e4"
 expect "dump shows 448" grep -q '0x7E  448' "$tmp/out"
+check "dump with a huge count" 0 '' -- "$fp8q" dump --format e4m3fn --first 1 --count 18446744073709551615 "$tmp/x.e4"
+expect "dump prints elements 1..3" test "$(wc -l < "$tmp/out")" -eq 3
 check "bench no match" 2 'no benchmark case matches' -- "$fp8q" bench --filter '^nothing$'
 check "bench bad regex" 2 'not a regular expression' -- "$fp8q" bench --filter '('
 

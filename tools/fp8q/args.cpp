@@ -40,8 +40,10 @@ float float_arg(const std::string& text, const std::string& option) {
   const float v = std::strtof(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size())
     throw UsageError(option + ": '" + text + "' is not a number");
-  if (errno == ERANGE && (v > 1 || v < -1))  // overflow; underflow to subnormal is fine
-    throw UsageError(option + ": '" + text + "' is out of fp32 range");
+  // ERANGE: overflow (+/-HUGE_VALF), or underflow, where strtof still returns the correctly
+  // rounded subnormal; only an underflow all the way to zero loses the value.
+  if (errno == ERANGE && (v > 1 || v < -1)) throw UsageError(option + ": '" + text + "' is out of fp32 range");
+  if (errno == ERANGE && v == 0) throw UsageError(option + ": '" + text + "' underflows fp32 to zero");
   return v;
 }
 

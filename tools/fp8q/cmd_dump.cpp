@@ -1,5 +1,6 @@
 // fp8q dump --format F [--first N] [--count N] FILE: prints index, code and exact value of
 // each element of a raw little-endian array, so a file can be read by eye.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -27,7 +28,8 @@ void run(const DumpArgs& a) {
                      std::string(f.name) + " elements");
   const std::size_t n = data.size() / eb;
   const int hex_digits = (f.bits() + 3) / 4;
-  for (std::size_t i = a.first; i < n && i < a.first + a.count; ++i) {
+  const std::size_t end = a.first >= n ? a.first : a.first + std::min(a.count, n - a.first);
+  for (std::size_t i = a.first; i < end; ++i) {
     std::uint64_t code = 0;
     std::memcpy(&code, data.data() + i * eb, eb);
     if (f.bits() < 64 && (code >> f.bits()) != 0)

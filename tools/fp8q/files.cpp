@@ -57,7 +57,28 @@ void write_all_atomically(const std::string& path, const std::vector<std::byte>&
   std::error_code ec;
   if (input_path != "-" && fs::exists(path, ec) && fs::equivalent(path, input_path, ec))
     throw UsageError("output '" + path + "' is the input file; refusing to overwrite an input");
-  const fs::path target(path);
+  // A device or a pipe (/dev/stdout, /dev/null, a FIFO) is written in place: renaming a file
+  // over it would replace it. A symbolic link is followed, so the link stays a link.
+  const fs::file_status st = fs::status(path, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw UsageError("cannot open output '" + path + "': " + std::strerror(errno));
+    try {
+      write_fd(fd, data, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    return;
+  }
+  fs::path target(path);
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {  // the link's target, even if absent
+    if (hops == 40) throw UsageError("output '" + path + "': too many levels of symbolic links");
+    const fs::path next = fs::read_symlink(target, ec);
+    if (ec) throw UsageError("cannot read the link '" + target.string() + "': " + ec.message());
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string tmpl = (dir / ("." + target.filename().string() + ".fp8q-tmp-XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
@@ -74,7 +95,7 @@ void write_all_atomically(const std::string& path, const std::vector<std::byte>&
     ::unlink(tmpl.c_str());
     throw;
   }
-  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmpl.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmpl.c_str());
     throw UsageError("cannot move the result into '" + path + "': " + std::strerror(err));

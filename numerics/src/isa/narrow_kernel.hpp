@@ -4,7 +4,8 @@
 // picked by the linker for another.
 //
 // It computes exactly round_into() of convert.cpp, on the fp32 bit pattern u of
-// fp32(x * scale), with 32-bit integer lanes:
+// fp32(x * scale). Nearest-even has its own branch-free form (narrow_rne, one fp32
+// addition does the rounding); every other mode uses 32-bit integer lanes:
 //   a = |u|, e32 = a >> 23, mant = fraction | hidden bit (hidden bit only if e32 > 0)
 //   Eeff = max(e32, 1) - 127                 exponent of mant's bit 23 (fp32 subnormals: -126)
 //   sh   = (23 - m) + max(emin - Eeff, 0)    bits of mant below the target's quantum
@@ -32,7 +33,7 @@ struct NarrowKernel {
         max_code, nan_code, inf_or_nan, c31, c32, min_normal, cap, quantum_shift;
     typename Ops::F scale;
     int man_bits, sign_shift;
-    std::uint32_t seed_lo, seed_hi;
+    V key0[10], key1[10];  // Philox key schedule for this seed: (k0 + r W0, k1 + r W1)
     explicit Consts(const fp8q::detail::NarrowParams& p)
         : c7fffffff(Ops::set1(0x7FFFFFFF)), c7fffff(Ops::set1(0x7FFFFF)), c800000(Ops::set1(0x800000)),
           c7f800000(Ops::set1(0x7F800000)), c80000000(Ops::set1(static_cast<std::int32_t>(0x80000000u))),
@@ -43,9 +44,13 @@ struct NarrowKernel {
           min_normal(Ops::set1((127 + p.emin) << 23)), cap(Ops::set1(200 << 23)),
           quantum_shift(Ops::set1((23 - p.man_bits) << 23)),
           scale(Ops::set1f(p.scale)), man_bits(p.man_bits),
-          sign_shift(p.sign_shift),
-          seed_lo(static_cast<std::uint32_t>(p.options->seed)),
-          seed_hi(static_cast<std::uint32_t>(p.options->seed >> 32)) {}
+          sign_shift(p.sign_shift) {
+      auto k0 = static_cast<std::uint32_t>(p.options->seed), k1 = static_cast<std::uint32_t>(p.options->seed >> 32);
+      for (int r = 0; r < 10; ++r, k0 += fp8q::kPhiloxW0, k1 += fp8q::kPhiloxW1) {
+        key0[r] = Ops::set1(static_cast<std::int32_t>(k0));
+        key1[r] = Ops::set1(static_cast<std::int32_t>(k1));
+      }
+    }
   };
 
   // First word of Philox4x32-10 for counters n .. n + lanes - 1 (see numerics/philox.hpp).
@@ -56,29 +61,22 @@ struct NarrowKernel {
     const V wrapped = Ops::gt(Ops::bxor(lo_base, k.c80000000), Ops::bxor(c0, k.c80000000));
     V c1 = Ops::sub(Ops::set1(static_cast<std::int32_t>(n >> 32)), wrapped);  // mask is -1
     V c2 = k.zero, c3 = k.zero;
-    std::uint32_t k0 = k.seed_lo, k1 = k.seed_hi;
     const V m0 = Ops::set1(static_cast<std::int32_t>(fp8q::kPhiloxM0));
     const V m1 = Ops::set1(static_cast<std::int32_t>(fp8q::kPhiloxM1));
     for (int round = 0; round < 10; ++round) {
-      if (round > 0) {
-        k0 += fp8q::kPhiloxW0;
-        k1 += fp8q::kPhiloxW1;
-      }
       V hi0, lo0, hi1, lo1;
       Ops::mulhilo(m0, c0, hi0, lo0);
       Ops::mulhilo(m1, c2, hi1, lo1);
-      const V n0 = Ops::bxor(Ops::bxor(hi1, c1), Ops::set1(static_cast<std::int32_t>(k0)));
-      const V n2 = Ops::bxor(Ops::bxor(hi0, c3), Ops::set1(static_cast<std::int32_t>(k1)));
-      c0 = n0;
+      c0 = Ops::bxor(Ops::bxor(hi1, c1), k.key0[round]);
       c1 = lo1;
-      c2 = n2;
+      c2 = Ops::bxor(Ops::bxor(hi0, c3), k.key1[round]);
       c3 = lo0;
     }
     return c0;
   }
 
-  // Nearest-even, the common case, in one branch-free path (same results as narrow<>: the
-  // exhaustive test checks all 2^32 inputs). With e = the exponent field of |x| clamped to
+  // Nearest-even, the common case, in one branch-free path (the exhaustive test checks it
+  // against convert_one() on all 2^32 fp32 inputs). With e = the exponent field of |x| clamped to
   // [emin, cap], the fp32 addition |x| + M, M = 2^(e + 23 - m), rounds |x| to a multiple of
   // 2^(e - m) (the ulp of M's binade), nearest-even, in hardware: this is the target's
   // quantum q = max(E, emin) - m. So n = bits(|x| + M) - bits(M) is the rounded count of
@@ -86,11 +84,17 @@ struct NarrowKernel {
   // at cap (biased 200, far above any target's range) keeps M finite; values that large,
   // and +/-Inf, still give a code above max_code. The bulk driver pins MXCSR to the IEEE
   // default, so neither the caller's rounding mode nor FTZ/DAZ can enter.
-  // fp32(x * scale) with the NaN rule of convert.cpp: a NaN x keeps its own sign even when the
-  // scale is NaN too. x86 returns the first operand's NaN, and the compiler may swap the
-  // operands of a product, so the rule is enforced rather than left to operand order.
+  // How fp32(x * scale) is formed, chosen once per call.
+  enum class Scale { kNone, kNumber, kNaN };
+
+  // fp32(x * scale) with the NaN rule of convert.cpp: a NaN x keeps its own sign, even when
+  // the scale is NaN too. x86 returns the first operand's NaN and the compiler may swap the
+  // operands of a product, so with a NaN scale the rule is enforced; with any other scale
+  // x is the only possible NaN operand (0 * Inf gives the default NaN either way).
+  template <Scale kScale>
   static typename Ops::F scaled(typename Ops::F x, typename Ops::F scale) {
-    return Ops::select_f(Ops::is_nan(x), x, Ops::mul(x, scale));
+    if constexpr (kScale == Scale::kNaN) return Ops::select_f(Ops::is_nan(x), x, Ops::mul(x, scale));
+    return Ops::mul(x, scale);
   }
 
   // The magnitude code before overflow, NaN and sign are applied (never negative).
@@ -181,7 +185,7 @@ struct NarrowKernel {
   static constexpr bool kInterleaved =
       Ops::kInterleavedBf16 && S == fp8q::detail::Source::kBF16 && R == fp8q::Rounding::kNearestEven;
 
-  template <fp8q::detail::Source S, fp8q::Rounding R, bool kScaled>
+  template <fp8q::detail::Source S, fp8q::Rounding R, Scale kScale>
   static bool run_impl(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                        const fp8q::detail::NarrowParams& p) {
     const Consts k(p);
@@ -199,8 +203,8 @@ struct NarrowKernel {
       } else {
         for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
       }
-      if constexpr (kScaled) {  // fp32(x * scale); without a scale x is used as it is (x * 1 == x)
-        for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(scaled(Ops::as_float(u[j]), k.scale));
+      if constexpr (kScale != Scale::kNone) {  // without a scale x is used as it is (x * 1 == x)
+        for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(scaled<kScale>(Ops::as_float(u[j]), k.scale));
       }
       V c[4];
       for (std::size_t j = 0; j < 4; ++j) {
@@ -230,7 +234,9 @@ struct NarrowKernel {
   template <fp8q::detail::Source S, fp8q::Rounding R>
   static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                   const fp8q::detail::NarrowParams& p) {
-    return p.scale == 1.0f ? run_impl<S, R, false>(in, out, n, index0, p) : run_impl<S, R, true>(in, out, n, index0, p);
+    if (p.scale == 1.0f) return run_impl<S, R, Scale::kNone>(in, out, n, index0, p);
+    if (p.scale != p.scale) return run_impl<S, R, Scale::kNaN>(in, out, n, index0, p);  // NaN scale
+    return run_impl<S, R, Scale::kNumber>(in, out, n, index0, p);
   }
 
   template <fp8q::detail::Source S>

@@ -2,8 +2,9 @@
 //
 // Paths (chosen per call, all equal to convert_one() bit for bit, for every input):
 //  - fp32 / bf16 / fp16 -> any narrow format except e8m0, any rounding: SIMD kernels
-//    (AVX-512, AVX2) that compute the generic rounding on the fp32 bit pattern with
-//    integer lanes; bf16 and fp16 are widened to fp32 exactly first.
+//    (AVX-512, AVX2) on the fp32 bit pattern (bf16 and fp16 are widened to fp32 exactly
+//    first); nearest-even lets one fp32 addition do the rounding, the other modes decide
+//    on integer lanes (numerics/src/isa/narrow_kernel.hpp).
 //  - narrow source (<= 8 bits) -> anything, every rounding but stochastic: a 256-entry table
 //    filled by the scalar reference for this call's options (scale included).
 //  - everything else: the scalar reference, element by element.

@@ -22,7 +22,8 @@ inline constexpr std::array<Isa, 3> kAllIsas = {Isa::kGeneric, Isa::kAvx2, Isa::
 std::string_view isa_name(Isa isa);
 // Whether this binary has the path and this CPU (and OS) can run it.
 bool isa_supported(Isa isa);
-// The best supported path, capped by FP8Q_ISA; computed once.
+// The best supported path, capped by FP8Q_ISA; computed once. Throws std::invalid_argument
+// when FP8Q_ISA holds anything but generic, avx2 or avx512.
 Isa active_isa();
 
 }  // namespace fp8q
