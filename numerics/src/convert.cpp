@@ -222,6 +222,16 @@ Exact apply_scale(const Exact& x, float scale) {
   return round_into(x, to, options, index);
 }
 
+Converted encode_exact(bool negative, std::uint64_t sig, int exp, const Format& to, const ConvertOptions& options,
+                       std::uint64_t index) {
+  Exact x;
+  x.negative = negative;
+  x.kind = sig == 0 ? Kind::kZero : Kind::kFinite;
+  x.sig = sig;
+  x.exp = exp;
+  return round_into(x, to, options, index);
+}
+
 std::uint64_t encode_f32(float x, const Format& to, const ConvertOptions& options, std::uint64_t index) {
   return convert_one(bits_of(x), kF32, to, options, index).code;
 }

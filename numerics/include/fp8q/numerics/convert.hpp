@@ -27,6 +27,12 @@ struct Converted {
 Converted convert_one(std::uint64_t code, const Format& from, const Format& to,
                       const ConvertOptions& options, std::uint64_t index = 0);
 
+// Rounds the exact value (-1)^negative * sig * 2^exp into `to` by the same rules (options.scale
+// is ignored: the value is already exact). For results of exact arithmetic elsewhere, e.g. a
+// quotient whose remainder is or-ed into the last bit of a wide enough `sig` (round to odd).
+Converted encode_exact(bool negative, std::uint64_t sig, int exp, const Format& to,
+                       const ConvertOptions& options, std::uint64_t index = 0);
+
 // ---- conveniences over convert_one ---------------------------------------------------------
 std::uint64_t encode_f32(float x, const Format& to, const ConvertOptions& options = {},
                          std::uint64_t index = 0);

@@ -1,0 +1,60 @@
+// fp8q/quant/scale_rules.hpp: how a scale is chosen from an amax (DESIGN section 5).
+//
+// Vocabulary: `scale` multiplies high precision into the target's range,
+// q = convert(fp32(x * scale)); `scale_inv` = 1 / scale is what checkpoints store.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "fp8q/numerics/format.hpp"
+#include "fp8q/numerics/policy.hpp"
+
+namespace fp8q {
+
+// ---- per tensor / row / block: scale from amax ------------------------------------------------
+struct AmaxScaleOptions {
+  int margin = 0;              // the scale is divided by 2^margin (headroom)
+  float amax_epsilon = 0.0f;   // amax is floored to this before the division
+  bool power_of_two = false;   // round the scale down to 2^floor(log2(scale))
+};
+
+// scale = fp32(max_finite(target) / max(amax, epsilon)), one correctly rounded division
+// (nearest-even, computed in integers: the caller's FP environment cannot change it), then
+// / 2^margin (exact unless it leaves the fp32 range), then the power-of-two rounding.
+// amax of 0, +/-Inf or NaN gives scale 1 (delayed scaling keeps its previous scale instead);
+// a result that is infinite becomes FLT_MAX. A negative amax is an error (std::invalid_argument).
+float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& options = {});
+
+// ---- MX: one E8M0 scale X = 2^e per block of 32 ------------------------------------------------
+// Each rule turns the block's amax into e (emax_elem = the element format's largest exponent:
+// e4m3fn 8, e5m2 15, e2m3 2, e3m2 4, e2m1 2), then e is clamped to [-127, 127]:
+enum class MxScaleRule : std::uint8_t {
+  kFloor,      // OCP MX v1.0: e = floor(log2(amax)) - emax_elem
+  kCeil,       // e = ceil(log2(amax)) - emax_elem
+  kEven,       // torchao: amax rounded to the element's mantissa width (add half an ulp of that
+               // width to the fp32 pattern, clear the mantissa), then floor
+  kRceil,      // NVIDIA / Transformer Engine: X = the smallest power of two
+               // >= fp32(amax * fp32(1 / max_elem))
+  kTrainium3,  // NKI quantize_mx: e = floor(log2(amax)) - (emax_elem - 1); the block max lands
+               // in [2^(emax-1), 2^(emax+1)) and never saturates
+};
+// A block of zeros gives e = -127 (code 0x00); a NaN or Inf amax gives the NaN scale 0xFF.
+// floor(log2(amax)) is read exactly from the fp32 bits, never from a float log2.
+std::uint8_t mx_scale_code(float amax, const Format& element, MxScaleRule rule);
+
+// Quantizes one MX block: amax over the block (a NaN anywhere makes it NaN), the scale code
+// by `rule`, then each element as convert(fp32(x * 2^-e)), nearest-even, saturating (OCP clamps
+// to +/-max normal). The product x * 2^-e is exact wherever it can change the result (it can
+// only lose bits below fp32's normal range, far below every element format's smallest value).
+// Returns the E8M0 code; with the NaN scale the elements are NaN where the element format has
+// NaN, else 0 (the scale carries the NaN).
+std::uint8_t mx_quantize_block(std::span<const float> block, const Format& element, MxScaleRule rule,
+                               std::span<std::uint8_t> codes);
+
+std::optional<MxScaleRule> parse_mx_scale_rule(std::string_view name);  // floor ceil even rceil trainium3
+std::string_view mx_scale_rule_name(MxScaleRule rule);
+
+}  // namespace fp8q
