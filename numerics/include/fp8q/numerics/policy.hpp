@@ -49,7 +49,7 @@ struct ConvertOptions {
   NanPolicy nan = NanPolicy::kError;
   std::uint64_t seed = 0;
   std::uint64_t offset = 0;
-  std::optional<float> scale;
+  std::optional<float> scale{};
 };
 
 // Names as the CLI and the docs spell them: rne rna rtz rup rdn rto sr; saturate inf-nan.
