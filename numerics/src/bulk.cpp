@@ -4,15 +4,13 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <mutex>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "fp8q/numerics/convert.hpp"
+#include "fp8q/numerics/parallel.hpp"
 #include "fp_env.hpp"
 #include "isa/narrow.hpp"
 
@@ -40,39 +38,14 @@ std::string nan_message(std::size_t index, const Format& to) {
          " (NaN policy: error)";
 }
 
-// Runs body(begin, end) over contiguous chunks of [0, n), one per thread, each inside the
-// default FP environment. Chunk edges are multiples of 64 elements. Rethrows the first
-// exception by element order, so the error does not depend on the thread count either.
+// parallel_chunks with every chunk inside the default FP environment (the caller's MXCSR is
+// restored afterwards on each thread).
 template <class Body>
-void parallel_chunks(std::size_t n, int threads, const Body& body) {
-  constexpr std::size_t kAlign = 64;
-  const std::size_t max_useful = std::max<std::size_t>(1, n / (16 * 1024));
-  const std::size_t t = std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), max_useful);
-  std::size_t per = (n + t - 1) / t;
-  per = (per + kAlign - 1) / kAlign * kAlign;
-  std::vector<std::exception_ptr> errors(t);
-  auto run = [&](std::size_t c) {
-    const std::size_t begin = std::min(n, c * per), end = std::min(n, begin + per);
-    try {
-      detail::ScopedDefaultFpEnv env;
-      body(begin, end);
-    } catch (...) {
-      errors[c] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  std::size_t started = 1;
-  try {
-    for (; started < t; ++started) pool.emplace_back(run, started);
-  } catch (const std::system_error&) {
-    // No more threads to be had: the calling thread does the remaining chunks itself
-    // (same chunks, same bits), rather than failing the call.
-  }
-  run(0);
-  for (std::size_t c = started; c < t; ++c) run(c);
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+void parallel_pinned(std::size_t n, int threads, const Body& body) {
+  parallel_chunks(n, threads, [&](std::size_t begin, std::size_t end) {
+    detail::ScopedDefaultFpEnv env;
+    body(begin, end);
+  });
 }
 
 NarrowFn narrow_kernel(Isa isa, Source s, Rounding r) {
@@ -136,7 +109,7 @@ void convert_by_table(std::span<const std::byte> in, const Format& from, std::sp
   };
   auto run = [&]<class Out>(Out tag) {
     const std::array<Out, 256> table = narrowed(tag);
-    parallel_chunks(in.size(), threads, [&](std::size_t begin, std::size_t end) {
+    parallel_pinned(in.size(), threads, [&](std::size_t begin, std::size_t end) {
       check(begin, end);
       apply_table(src, out.data(), begin, end, table);
     });
@@ -171,7 +144,7 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
     const detail::NarrowParams params = detail::make_narrow_params(from, to, o);
     const NarrowFn fn = narrow_kernel(isa, source_of(from), o.rounding);
     auto* dst = reinterpret_cast<std::uint8_t*>(out.data());
-    parallel_chunks(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
+    parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
       if (fn(in.data() + begin * ib, dst + begin, end - begin, begin, params) && o.nan == NanPolicy::kError)
         throw_first_nan(in, from, to, o, begin, end);
     });
@@ -181,7 +154,7 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
     convert_by_table(in, from, out, to, o, bulk.threads);
     return;
   }
-  parallel_chunks(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
+  parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       const std::uint64_t code = load_le(in.data() + i * ib, static_cast<int>(ib));
       if (from.bits() < 64 && code >> from.bits() != 0) throw_invalid_code(i, code, from);  // fp6 / fp4

@@ -1,0 +1,81 @@
+// quant/amax.hpp and quant/recipes/current_scaling.hpp (+ roles.hpp): amax with NaN
+// propagation and the same result for any thread count; current scaling equal, element by
+// element, to its formula computed with the scalar reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "fp8q/numerics/convert.hpp"
+#include "fp8q/quant/amax.hpp"
+#include "fp8q/quant/recipes/current_scaling.hpp"
+
+namespace fp8q {
+namespace {
+
+std::vector<float> normal_data(std::size_t n, float sigma, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, sigma);
+  std::vector<float> x(n);
+  for (float& v : x) v = d(rng);
+  return x;
+}
+
+TEST(Amax, IsTheLargestMagnitudeForAnyThreadCount) {
+  auto x = normal_data(300001, 3.0f, 1);
+  x[123456] = -1000.5f;
+  for (int t : {1, 2, 5}) EXPECT_EQ(amax(x, t), 1000.5f) << t << " threads";
+  std::vector<std::uint16_t> b(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) b[i] = static_cast<std::uint16_t>(bits_of(x[i]) >> 16);
+  EXPECT_EQ(amax_bf16(b, 2), 1000.0f);  // -1000.5 truncated to bf16 is -1000
+  EXPECT_EQ(amax(std::span<const float>{}), 0.0f);
+  EXPECT_EQ(bits_of(amax(std::vector<float>{-0.0f, 0.0f})), 0u);
+}
+
+TEST(Amax, NanAnywhereMakesItNan) {
+  auto x = normal_data(100000, 1.0f, 2);
+  x[99999] = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isinf(amax(x, 2)));
+  x[7] = -std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(amax(x, 2)));
+  EXPECT_THROW(amax(x, 0), std::invalid_argument);
+}
+
+TEST(CurrentScaling, EqualsItsFormulaElementByElement) {
+  const CurrentScaling recipe{.formats = RoleFormats::hybrid(), .options = {.margin = 1}};
+  for (TensorRole role : {TensorRole::kActivation, TensorRole::kWeight, TensorRole::kGradient}) {
+    auto x = normal_data(10007, 0.02f, 3);
+    std::vector<std::uint8_t> codes(x.size());
+    const auto r = recipe.quantize(x, role, codes, 2);
+    const Format& f = role == TensorRole::kGradient ? kE5M2 : kE4M3FN;
+    double a = 0;
+    for (float v : x) a = std::max(a, std::fabs(static_cast<double>(v)));
+    EXPECT_EQ(r.amax, static_cast<float>(a));
+    EXPECT_EQ(r.scale, scale_from_amax(r.amax, f, {.margin = 1}));
+    // scale_inv is the correctly rounded reciprocal: |scale_inv * scale - 1| is minimal
+    for (float c : {std::nextafter(r.scale_inv, 0.0f), std::nextafter(r.scale_inv, 1.0f)})
+      EXPECT_LE(std::fabs(static_cast<double>(r.scale_inv) * r.scale - 1), std::fabs(static_cast<double>(c) * r.scale - 1));
+    ConvertOptions o;
+    o.scale = r.scale;
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(codes[i], encode_f32(x[i], f, o, i)) << "element " << i;
+  }
+}
+
+TEST(CurrentScaling, RoleFormats) {
+  EXPECT_EQ(RoleFormats::hybrid().of(TensorRole::kGradient), kE5M2);
+  EXPECT_EQ(RoleFormats::hybrid().of(TensorRole::kWeight), kE4M3FN);
+  EXPECT_EQ(RoleFormats::e4m3().of(TensorRole::kGradient), kE4M3FN);
+  EXPECT_EQ(RoleFormats::trainium2_hybrid().of(TensorRole::kActivation), kE4M3);  // max 240
+  std::vector<float> x = {1.0f, -2.0f};
+  std::vector<std::uint8_t> codes(2);
+  const auto r = CurrentScaling{.formats = RoleFormats::trainium2_hybrid()}.quantize(x, TensorRole::kWeight, codes);
+  EXPECT_EQ(r.scale, 120.0f);  // 240 / 2
+  EXPECT_EQ(decode_f32(codes[1], kE4M3), -240.0f);
+  std::vector<std::uint8_t> wrong(3);
+  EXPECT_THROW(CurrentScaling{}.quantize(x, TensorRole::kWeight, wrong), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fp8q
