@@ -4,10 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <limits>
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/parallel.hpp"
