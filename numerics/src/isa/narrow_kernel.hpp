@@ -75,15 +75,6 @@ struct NarrowKernel {
     return c0;
   }
 
-  // Nearest-even, the common case, in one branch-free path (the exhaustive test checks it
-  // against convert_one() on all 2^32 fp32 inputs). With e = the exponent field of |x| clamped to
-  // [emin, cap], the fp32 addition |x| + M, M = 2^(e + 23 - m), rounds |x| to a multiple of
-  // 2^(e - m) (the ulp of M's binade), nearest-even, in hardware: this is the target's
-  // quantum q = max(E, emin) - m. So n = bits(|x| + M) - bits(M) is the rounded count of
-  // quanta, and code = ((e - emin) << m) + n is the generic formula of convert.cpp. The clamp
-  // at cap (biased 200, far above any target's range) keeps M finite; values that large,
-  // and +/-Inf, still give a code above max_code. The bulk driver pins MXCSR to the IEEE
-  // default, so neither the caller's rounding mode nor FTZ/DAZ can enter.
   // How fp32(x * scale) is formed, chosen once per call.
   enum class Scale { kNone, kNumber, kNaN };
 
@@ -97,7 +88,16 @@ struct NarrowKernel {
     return Ops::mul(x, scale);
   }
 
-  // The magnitude code before overflow, NaN and sign are applied (never negative).
+  // Nearest-even, the common case, in one branch-free path (the exhaustive test checks it
+  // against convert_one() on all 2^32 fp32 inputs). With e = the exponent field of |x| clamped to
+  // [emin, cap], the fp32 addition |x| + M, M = 2^(e + 23 - m), rounds |x| to a multiple of
+  // 2^(e - m) (the ulp of M's binade), nearest-even, in hardware: this is the target's
+  // quantum q = max(E, emin) - m. So n = bits(|x| + M) - bits(M) is the rounded count of
+  // quanta, and code = ((e - emin) << m) + n is the generic formula of convert.cpp. The clamp
+  // at cap (biased 200, far above any target's range) keeps M finite; values that large,
+  // and +/-Inf, still give a code above max_code. The bulk driver pins MXCSR to the IEEE
+  // default, so neither the caller's rounding mode nor FTZ/DAZ can enter.
+  // rne_magnitude: that code before overflow, NaN and sign are applied (never negative).
   static V rne_magnitude(V u, const Consts& k) {
     const V a = Ops::band(u, k.c7fffffff);
     const V e = Ops::min(Ops::max(Ops::band(u, k.c7f800000), k.min_normal), k.cap);
