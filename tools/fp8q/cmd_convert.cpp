@@ -33,11 +33,9 @@ void run(const ConvertArgs& a) {
   if (a.threads < 1) throw UsageError("--threads: must be at least 1, got " + std::to_string(a.threads));
 
   const std::vector<std::byte> in = read_all(a.in);
-  const auto ib = static_cast<std::size_t>(from.storage_bytes());
-  if (in.size() % ib != 0)
-    throw UsageError("input '" + a.in + "' has " + std::to_string(in.size()) + " bytes, not a whole number of " +
-                     std::string(from.name) + " elements (" + std::to_string(ib) + " bytes each)");
-  std::vector<std::byte> out(in.size() / ib * static_cast<std::size_t>(to.storage_bytes()));
+  // a size that is no whole number of elements is refused by convert() (before any output)
+  std::vector<std::byte> out(in.size() / static_cast<std::size_t>(from.storage_bytes()) *
+                             static_cast<std::size_t>(to.storage_bytes()));
   try {
     convert(in, from, out, to, o, {a.threads, std::nullopt});
   } catch (const NanError& e) {

@@ -1,5 +1,7 @@
 // The portable path: the scalar reference, element by element. Every other path is tested
 // against it; on a CPU without AVX2 it is the one that runs.
+#include <cstring>
+
 #include "fp8q/numerics/convert.hpp"
 #include "isa/narrow.hpp"
 
@@ -13,7 +15,7 @@ bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
   bool nan_unrepresentable = false;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint64_t code = 0;
-    for (std::size_t b = 0; b < kBytes; ++b) code |= std::uint64_t{src[i * kBytes + b]} << (8 * b);
+    std::memcpy(&code, src + i * kBytes, kBytes);  // little-endian host (x86-64)
     const Converted r = convert_one(code, *p.from, *p.to, *p.options, index0 + i);
     out[i] = static_cast<std::uint8_t>(r.code);
     nan_unrepresentable = nan_unrepresentable || r.nan_unrepresentable;
