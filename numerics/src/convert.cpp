@@ -213,12 +213,49 @@ Exact apply_scale(const Exact& x, float scale) {
   return decode(round_into(p, kF32, to_f32, 0).code, kF32);
 }
 
+// fp32(x / scale): the exact quotient rounded once to nearest-even fp32. NaN as x86 divps
+// gives it (the dividend's NaN first, then the divisor's; 0/0 and Inf/Inf the negative default
+// NaN); x/0 is +/-Inf for x != 0, x/Inf is +/-0.
+Exact apply_divisor(const Exact& x, float scale) {
+  const Exact s = decode(bits_of(scale), kF32);
+  Exact q;
+  q.negative = x.negative != s.negative;
+  if (x.kind == Kind::kNaN) return x;
+  if (s.kind == Kind::kNaN) return s;
+  if ((x.kind == Kind::kInf && s.kind == Kind::kInf) || (x.kind == Kind::kZero && s.kind == Kind::kZero)) {
+    q.kind = Kind::kNaN;
+    q.negative = true;
+    return q;
+  }
+  if (x.kind == Kind::kInf || s.kind == Kind::kZero) {
+    q.kind = Kind::kInf;
+    return q;
+  }
+  if (x.kind == Kind::kZero || s.kind == Kind::kInf) {
+    q.kind = Kind::kZero;
+    return q;
+  }
+  // x.sig < 2^53 and s.sig < 2^24: shift the dividend to 100 bits, so the quotient keeps at
+  // least 76 bits; a nonzero remainder is or-ed into the last one (round to odd), which leaves
+  // the one nearest-even rounding to fp32's 24 bits unchanged.
+  const int shift = 100 - bit_length(x.sig);
+  const u128 num = x.sig << shift;
+  const u128 quotient = num / s.sig, rem = num % s.sig;
+  q.kind = Kind::kFinite;
+  q.sig = quotient | (rem != 0 ? 1 : 0);
+  q.exp = x.exp - shift - s.exp;
+  ConvertOptions to_f32;
+  to_f32.overflow = Overflow::kInfOrNan;
+  return decode(round_into(q, kF32, to_f32, 0).code, kF32);
+}
+
 }  // namespace
 
 [[gnu::flatten]] Converted convert_one(std::uint64_t code, const Format& from, const Format& to,
                       const ConvertOptions& options, std::uint64_t index) {
   Exact x = decode(code, from);
-  if (options.scale) x = apply_scale(x, *options.scale);
+  if (options.scale)
+    x = options.scale_op == ScaleOp::kDivide ? apply_divisor(x, *options.scale) : apply_scale(x, *options.scale);
   return round_into(x, to, options, index);
 }
 

@@ -86,8 +86,11 @@ class BulkOnIsa : public ::testing::TestWithParam<Isa> {
       const Format& to = format_of(id);
       for (Rounding r : test::kAllRoundings)
         for (Overflow ov : test::kAllOverflows)
-          for (const auto& scale : scales) {
+          for (const auto& scale : scales)
+          for (ScaleOp op : {ScaleOp::kMultiply, ScaleOp::kDivide}) {
+            if (op == ScaleOp::kDivide && !scale) continue;
             ConvertOptions o;
+            o.scale_op = op;
             o.rounding = r;
             o.overflow = ov;
             o.nan = NanPolicy::kZero;
@@ -100,7 +103,8 @@ class BulkOnIsa : public ::testing::TestWithParam<Isa> {
             const auto want = reference(in, from, to, o);
             const std::size_t at = first_difference(got, want);
             ASSERT_EQ(at, got.size()) << from.name << " -> " << to.name << " " << rounding_name(r) << "/"
-                                      << overflow_name(ov) << " scale " << scale.value_or(1.0f) << ": element "
+                                      << overflow_name(ov) << (op == ScaleOp::kDivide ? " divisor " : " scale ")
+                                      << scale.value_or(1.0f) << ": element "
                                       << at / to.storage_bytes() << " differs";
           }
     }

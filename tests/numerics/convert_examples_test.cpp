@@ -142,6 +142,41 @@ TEST(ConvertExamples, ScaleIsOneRoundedFp32Product) {
   EXPECT_EQ(convert_one(bits_of(1.0 + std::ldexp(1.0, -40)), kF64, kF64, o).code, bits_of(1.0));
 }
 
+TEST(ConvertExamples, DivideIsOneRoundedFp32Quotient) {
+  ConvertOptions o = kSat;
+  o.scale_op = ScaleOp::kDivide;
+  o.scale = 3.0f;
+  // 900 / 3 = 300 -> e4m3fn 288 (0x79), as 100 * 3 above.
+  EXPECT_EQ(encode_f32(900.0f, kE4M3FN, o), 0x79u);
+  // 0 / 0 and Inf / Inf are invalid: the negative default NaN; x / 0 is Inf (saturates).
+  o.scale = 0.0f;
+  EXPECT_EQ(encode_f32(0.0f, kE4M3FN, o), 0xFFu);
+  EXPECT_EQ(encode_f32(-2.0f, kE4M3FN, o), 0xFEu);
+  o.scale = kInfF;
+  EXPECT_EQ(encode_f32(kInfF, kE4M3FN, o), 0xFFu);
+  EXPECT_EQ(encode_f32(5.0f, kE4M3FN, o), 0x00u);
+  // fp32(x / s) against an oracle: the double quotient of two fp32 values rounded to fp32
+  // is the correctly rounded fp32 quotient (53 >= 2 * 24 + 2 bits), subnormals included.
+  std::uint32_t state = 12345;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  ConvertOptions to_f32;
+  to_f32.overflow = Overflow::kInfOrNan;
+  to_f32.scale_op = ScaleOp::kDivide;
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint32_t xb = next(), sb = next() & (i % 3 == 0 ? 0x80FFFFFFu : 0xFFFFFFFFu);
+    const float x = float_of(xb), s = float_of(sb);
+    if (std::isnan(x) || std::isnan(s)) continue;
+    to_f32.scale = s;
+    const float want = static_cast<float>(static_cast<double>(x) / static_cast<double>(s));
+    const std::uint32_t got = static_cast<std::uint32_t>(convert_one(xb, kF32, kF32, to_f32).code);
+    if (std::isnan(want)) {
+      EXPECT_EQ(got, 0xFFC00000u) << std::hex << xb << " / " << sb;
+    } else {
+      ASSERT_EQ(got, bits_of(want)) << std::hex << xb << " / " << sb;
+    }
+  }
+}
+
 TEST(ConvertExamples, WideFormatsRoundToo) {
   // f32 -> bf16 nearest-even, f64 -> f32 directed
   EXPECT_EQ(convert_one(0x3F808000u, kF32, kBF16, kSat).code, 0x3F80u);  // tie -> even

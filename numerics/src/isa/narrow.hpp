@@ -19,6 +19,7 @@ struct NarrowParams {
   const Format* to = nullptr;
   const ConvertOptions* options = nullptr;
   float scale = 1.0f;             // fp32(x * 1) == x exactly, so "no scale" is scale 1
+  bool divide = false;            // fp32(x / scale) instead of fp32(x * scale)
   std::int32_t man_bits = 0;      // m
   std::int32_t emin = 0;          // exponent of the smallest normal
   std::int32_t max_code = 0;      // largest finite magnitude code

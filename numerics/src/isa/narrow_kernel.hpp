@@ -75,15 +75,18 @@ struct NarrowKernel {
     return c0;
   }
 
-  // How fp32(x * scale) is formed, chosen once per call.
-  enum class Scale { kNone, kNumber, kNaN };
+  // How fp32(x * scale) or fp32(x / scale) is formed, chosen once per call.
+  enum class Scale { kNone, kNumber, kNaN, kDivide };
 
   // fp32(x * scale) with the NaN rule of convert.cpp: a NaN x keeps its own sign, even when
   // the scale is NaN too. x86 returns the first operand's NaN and the compiler may swap the
   // operands of a product, so with a NaN scale the rule is enforced; with any other scale
   // x is the only possible NaN operand (0 * Inf gives the default NaN either way).
+  // Division keeps its operand order, and divps returns the dividend's NaN first, as the
+  // reference does, so it needs no select.
   template <Scale kScale>
   static typename Ops::F scaled(typename Ops::F x, typename Ops::F scale) {
+    if constexpr (kScale == Scale::kDivide) return Ops::div(x, scale);
     if constexpr (kScale == Scale::kNaN) return Ops::select_f(Ops::is_nan(x), x, Ops::mul(x, scale));
     return Ops::mul(x, scale);
   }
@@ -234,7 +237,8 @@ struct NarrowKernel {
   template <fp8q::detail::Source S, fp8q::Rounding R>
   static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                   const fp8q::detail::NarrowParams& p) {
-    if (p.scale == 1.0f) return run_impl<S, R, Scale::kNone>(in, out, n, index0, p);
+    if (p.scale == 1.0f) return run_impl<S, R, Scale::kNone>(in, out, n, index0, p);  // x * 1 == x / 1 == x
+    if (p.divide) return run_impl<S, R, Scale::kDivide>(in, out, n, index0, p);
     if (p.scale != p.scale) return run_impl<S, R, Scale::kNaN>(in, out, n, index0, p);  // NaN scale
     return run_impl<S, R, Scale::kNumber>(in, out, n, index0, p);
   }

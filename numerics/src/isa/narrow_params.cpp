@@ -15,6 +15,7 @@ NarrowParams make_narrow_params(const Format& from, const Format& to, const Conv
   p.to = &to;
   p.options = &o;
   p.scale = o.scale.value_or(1.0f);
+  p.divide = o.scale_op == ScaleOp::kDivide;
   p.man_bits = to.man_bits;
   p.emin = to.emin();
   p.max_code = static_cast<std::int32_t>(to.max_finite_code());

@@ -33,6 +33,7 @@ struct OpsAvx2 {
   static V select(V mask, V yes, V no) { return _mm256_blendv_epi8(no, yes, mask); }
   static bool any(V mask) { return _mm256_movemask_epi8(mask) != 0; }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm256_div_ps(a, b); }
   static F add_f(F a, F b) { return _mm256_add_ps(a, b); }
   static F as_float(V a) { return _mm256_castsi256_ps(a); }
   static F is_nan(F a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }

@@ -37,6 +37,7 @@ struct OpsAvx512 {
   static V select(V mask, V yes, V no) { return _mm512_mask_blend_epi32(to_mask(mask), no, yes); }
   static bool any(V mask) { return to_mask(mask) != 0; }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
   static F add_f(F a, F b) { return _mm512_add_ps(a, b); }
   static F as_float(V a) { return _mm512_castsi512_ps(a); }
   // Float masks are __mmask16 here, carried as a vector for the same kernel text.

@@ -34,6 +34,10 @@ enum class NanPolicy : std::uint8_t {
   kZero,   // +/-0 (sign kept): the value the scalar API documents
 };
 
+// How an optional scale enters: fp32(x * scale) (Transformer Engine's `scale`) or
+// fp32(x / scale) (DeepSeek-V3 and compressed-tensors divide by the stored `scale_inv`).
+enum class ScaleOp : std::uint8_t { kMultiply, kDivide };
+
 // Everything beside the formats that decides a conversion's result.
 //
 // Stochastic rounding: let f be the discarded part of |x| as a fraction of one unit in the
@@ -41,8 +45,9 @@ enum class NanPolicy : std::uint8_t {
 // Philox4x32-10(key = seed, counter = offset + element index); the magnitude rounds up iff
 // f + r >= 2^32. So the bits depend only on (seed, offset, index).
 //
-// scale: when set, the value converted is fp32(x * scale), the product rounded once to
-// nearest-even fp32 (IEEE, subnormals kept), whatever the caller's FP environment.
+// scale: when set, the value converted is fp32(x * scale) (or fp32(x / scale) with
+// ScaleOp::kDivide), the exact result rounded once to nearest-even fp32 (IEEE, subnormals
+// kept, overflow to Inf), whatever the caller's FP environment.
 struct ConvertOptions {
   Rounding rounding = Rounding::kNearestEven;
   Overflow overflow = Overflow::kSaturate;
@@ -50,6 +55,7 @@ struct ConvertOptions {
   std::uint64_t seed = 0;
   std::uint64_t offset = 0;
   std::optional<float> scale{};
+  ScaleOp scale_op = ScaleOp::kMultiply;
 };
 
 // Names as the CLI and the docs spell them: rne rna rtz rup rdn rto sr; saturate inf-nan.
