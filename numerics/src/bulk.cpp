@@ -8,14 +8,16 @@
 
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/parallel.hpp"
-#include "fp_env.hpp"
-#include "isa/narrow.hpp"
+#include "dispatch.hpp"
 
 namespace fp8q {
 namespace {
 
 using detail::NarrowFn;
 using detail::Source;
+using detail::narrow_kernel;
+using detail::parallel_pinned;
+using detail::source_of;
 
 std::uint64_t load_le(const std::byte* p, int bytes) {
   std::uint64_t v = 0;
@@ -34,25 +36,6 @@ std::string nan_message(std::size_t index, const Format& to) {
   return "element " + std::to_string(index) + ": NaN has no encoding in " + std::string(to.name) +
          " (NaN policy: error)";
 }
-
-// parallel_chunks with every chunk inside the default FP environment (the caller's MXCSR is
-// restored afterwards on each thread).
-template <class Body>
-void parallel_pinned(std::size_t n, int threads, const Body& body) {
-  parallel_chunks(n, threads, [&](std::size_t begin, std::size_t end) {
-    detail::ScopedDefaultFpEnv env;
-    body(begin, end);
-  });
-}
-
-NarrowFn narrow_kernel(Isa isa, Source s, Rounding r) {
-  NarrowFn fn = nullptr;
-  if (isa == Isa::kAvx512) fn = detail::narrow_kernel_avx512(s, r);
-  if (isa == Isa::kAvx2) fn = detail::narrow_kernel_avx2(s, r);
-  return fn != nullptr ? fn : detail::narrow_kernel_generic(s, r);
-}
-
-Source source_of(const Format& f) { return f == kF32 ? Source::kF32 : f == kBF16 ? Source::kBF16 : Source::kF16; }
 
 // Finds the first element of [begin, end) whose NaN the target cannot hold.
 [[noreturn]] void throw_first_nan(std::span<const std::byte> in, const Format& from, const Format& to,

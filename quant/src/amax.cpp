@@ -6,6 +6,10 @@
 #include <stdexcept>
 #include <string>
 
+#include <cstring>
+#include <vector>
+
+#include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/parallel.hpp"
 
 namespace fp8q {
@@ -29,7 +33,84 @@ float amax_of(std::span<const T> x, int threads) {
   return std::bit_cast<float>(result.load());
 }
 
+// Largest magnitude bits of each block-column stretch of rows [r0, r1), into m (one per grid
+// column). 16-bit sources keep their own patterns: fp16 and bf16 magnitudes order like values.
+template <class T>
+void stretch_max(const T* x, const BlockGrid& g, std::size_t r0, std::size_t r1, T mask, std::vector<T>& m) {
+  for (std::size_t r = r0; r < r1; ++r) {
+    const T* row = x + r * g.cols;
+    for (std::size_t b = 0, c0 = 0; c0 < g.cols; ++b, c0 += g.block_cols) {
+      const std::size_t c1 = std::min(g.cols, c0 + g.block_cols);
+      T v = m[b];
+      for (std::size_t c = c0; c < c1; ++c) v = std::max<T>(v, static_cast<T>(row[c] & mask));
+      m[b] = v;
+    }
+  }
+}
+
+template <class T>
+void block_amax_of(const T* x, const Format& from, const BlockGrid& g, std::span<float> out, int threads) {
+  const T mask = static_cast<T>(from == kF32 ? 0x7FFFFFFFu : 0x7FFFu);
+  const std::size_t gc = g.grid_cols();
+  const std::size_t per_block_row = std::max<std::size_t>(1, g.block_rows * g.cols);
+  parallel_chunks(
+      g.grid_rows(), threads,
+      [&](std::size_t b0, std::size_t b1) {
+        std::vector<T> m(gc);
+        for (std::size_t br = b0; br < b1; ++br) {
+          std::fill(m.begin(), m.end(), T{0});
+          stretch_max(x, g, br * g.block_rows, std::min(g.rows, (br + 1) * g.block_rows), mask, m);
+          for (std::size_t b = 0; b < gc; ++b) {
+            std::uint32_t bits = m[b];
+            if (from == kBF16) bits <<= 16;
+            if (from == kF16) bits = bits_of(decode_f32(bits, kF16));  // exact, Inf kept
+            out[br * gc + b] = std::bit_cast<float>(bits);
+          }
+        }
+      },
+      ChunkGrain{1, (16384 + per_block_row - 1) / per_block_row});
+}
+
+// The bytes as T elements; copied only when they are not aligned for T (spans of bytes may
+// start anywhere, e.g. in a memory-mapped file).
+template <class T>
+struct Aligned {
+  std::vector<T> copy;
+  const T* ptr;
+  const T* data() const { return ptr; }
+};
+template <class T>
+Aligned<T> aligned(std::span<const std::byte> in) {
+  Aligned<T> a{{}, reinterpret_cast<const T*>(in.data())};
+  if (reinterpret_cast<std::uintptr_t>(in.data()) % alignof(T) != 0) {
+    a.copy.resize(in.size() / sizeof(T));
+    std::memcpy(a.copy.data(), in.data(), in.size());
+    a.ptr = a.copy.data();
+  }
+  return a;
+}
+
 }  // namespace
+
+void block_amax(std::span<const std::byte> in, const Format& from, const BlockGrid& grid, std::span<float> out,
+                int threads) {
+  if (threads < 1) throw std::invalid_argument("amax: threads must be >= 1, got " + std::to_string(threads));
+  if (!(from == kF32 || from == kBF16 || from == kF16))
+    throw std::invalid_argument("amax: f32, bf16 or f16 input expected, not " + std::string(from.name));
+  if (grid.block_rows == 0 || grid.block_cols == 0) throw std::invalid_argument("amax: block dimensions must be >= 1");
+  if (in.size() != grid.rows * grid.cols * static_cast<std::size_t>(from.storage_bytes()))
+    throw std::invalid_argument("amax: " + std::to_string(in.size()) + " bytes do not hold a " +
+                                std::to_string(grid.rows) + " x " + std::to_string(grid.cols) + " " +
+                                std::string(from.name) + " matrix");
+  if (out.size() != grid.grid_size())
+    throw std::invalid_argument("amax: output holds " + std::to_string(out.size()) + " values; the grid has " +
+                                std::to_string(grid.grid_size()));
+  if (from == kF32) {
+    block_amax_of(aligned<std::uint32_t>(in).data(), from, grid, out, threads);
+  } else {
+    block_amax_of(aligned<std::uint16_t>(in).data(), from, grid, out, threads);
+  }
+}
 
 float amax(std::span<const float> x, int threads) { return amax_of(x, threads); }
 float amax_bf16(std::span<const std::uint16_t> x, int threads) { return amax_of(x, threads); }

@@ -48,6 +48,29 @@ float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& 
   return s;
 }
 
+float scale_inv_from_amax(float amax, const Format& target, const AmaxScaleOptions& o) {
+  std::uint32_t a = bits_of(amax);
+  if (a > 0x80000000u && (a & kAbs) <= kInfBits)  // negative, not -0 and not NaN
+    throw std::invalid_argument("amax must be >= 0, got " + std::to_string(amax));
+  const std::uint32_t eps = bits_of(o.amax_epsilon);
+  if (eps >= kInfBits)
+    throw std::invalid_argument("amax_epsilon must be finite and >= 0, got " + std::to_string(o.amax_epsilon));
+  a &= kAbs;
+  if (a > kInfBits) return 1.0f;  // NaN amax
+  if (a < eps) a = eps;
+  if (a == 0 || a == kInfBits) return 1.0f;
+
+  float s = divide_rne(float_of(a), static_cast<float>(target.max_finite()));
+  if ((bits_of(s) & kAbs) != 0) s = ldexp_rne(s, o.margin);
+  if (bits_of(s) == kInfBits) s = FLT_MAX;
+  if ((bits_of(s) & kAbs) == 0) return exp2i(-149);  // below the smallest subnormal
+  if (o.power_of_two) {  // the smallest power of two >= s
+    const int e = floor_log2(s) + (is_power_of_two(s) ? 0 : 1);
+    s = exp2i(e > 127 ? 127 : e);
+  }
+  return s;
+}
+
 std::uint8_t mx_scale_code(float amax, const Format& element, MxScaleRule rule) {
   const std::uint32_t a = bits_of(amax) & kAbs;
   if (a >= kInfBits) return 0xFF;  // NaN or Inf: the NaN scale
@@ -101,6 +124,32 @@ std::uint8_t mx_quantize_block(std::span<const float> block, const Format& eleme
   o.scale = exp2i(127 - code);  // 2^-e
   convert(block, codes, element, o);
   return code;
+}
+
+Pow2ScaleTable mx_scale_table(const Format& element, MxScaleRule rule) {
+  auto code = [&](std::uint32_t bits) { return mx_scale_code(float_of(bits), element, rule); };
+  // Below 2^-126 every rule gives the smallest scale: check the subnormal binade's ends.
+  if (code(1) != 0 || code(0x7FFFFFu) != 0)
+    throw std::logic_error("MX rule " + std::string(mx_scale_rule_name(rule)) + " is not 0 below 2^-126");
+  Pow2ScaleTable t;
+  for (std::uint32_t e = 1; e < 255; ++e) {
+    const std::uint32_t lo = e << 23, hi = lo | 0x7FFFFFu;
+    const std::uint8_t c_lo = code(lo), c_hi = code(hi);
+    t.base[e] = c_lo;
+    if (c_hi == c_lo) {
+      t.threshold[e] = 1u << 23;  // never steps
+      continue;
+    }
+    if (c_hi != c_lo + 1)
+      throw std::logic_error("MX rule " + std::string(mx_scale_rule_name(rule)) + " steps by more than one in a binade");
+    std::uint32_t below = 0, at = 0x7FFFFFu;  // code(lo | below) == c_lo, code(lo | at) == c_lo + 1
+    while (at - below > 1) {
+      const std::uint32_t mid = below + (at - below) / 2;
+      (code(lo | mid) == c_lo ? below : at) = mid;
+    }
+    t.threshold[e] = at;  // the rule is monotone in amax: one step, at mantissa `at`
+  }
+  return t;
 }
 
 std::optional<MxScaleRule> parse_mx_scale_rule(std::string_view name) {

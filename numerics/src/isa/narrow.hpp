@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 
+#include "fp8q/numerics/block_scaled.hpp"
 #include "fp8q/numerics/format.hpp"
 #include "fp8q/numerics/policy.hpp"
 
@@ -40,9 +42,24 @@ NarrowParams make_narrow_params(const Format& from, const Format& to, const Conv
 using NarrowFn = bool (*)(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                           const NarrowParams& p);
 
+// MX: what the block kernel needs beside NarrowParams.
+struct MxParams {
+  const Pow2ScaleTable* table = nullptr;
+  std::array<float, 256> multiplier{};  // 2^(127 - code) for codes 0..254
+  std::uint8_t nan_fill = 0;            // the element of a block whose scale is NaN
+};
+
+// MX blocks of 32 along a row: converts the longest prefix of n elements that is a whole
+// number of the kernel's groups (4 vectors; 32 or 64 elements), writing one scale code per 32
+// elements, and returns its length; the caller finishes the rest. in[0] has index index0.
+using MxFn = std::size_t (*)(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
+                             std::uint64_t index0, const NarrowParams& p, const MxParams& m);
+
 // One table per ISA; nullptr where the ISA is not compiled into this binary.
 NarrowFn narrow_kernel_generic(Source s, Rounding r);
 NarrowFn narrow_kernel_avx2(Source s, Rounding r);
 NarrowFn narrow_kernel_avx512(Source s, Rounding r);
+MxFn mx_kernel_avx2(Source s, Rounding r);
+MxFn mx_kernel_avx512(Source s, Rounding r);
 
 }  // namespace fp8q::detail

@@ -18,4 +18,5 @@ namespace {
 
 namespace fp8q::detail {
 NarrowFn narrow_kernel_avx2(Source s, Rounding r) { return NarrowKernel<OpsAvx2>::table(s, r); }
+MxFn mx_kernel_avx2(Source s, Rounding r) { return NarrowKernel<OpsAvx2>::mx_table(s, r); }
 }  // namespace fp8q::detail

@@ -18,4 +18,5 @@ namespace {
 
 namespace fp8q::detail {
 NarrowFn narrow_kernel_avx512(Source s, Rounding r) { return NarrowKernel<OpsAvx512>::table(s, r); }
+MxFn mx_kernel_avx512(Source s, Rounding r) { return NarrowKernel<OpsAvx512>::mx_table(s, r); }
 }  // namespace fp8q::detail

@@ -32,6 +32,12 @@ struct OpsAvx2 {
   static V eq(V a, V b) { return _mm256_cmpeq_epi32(a, b); }
   static V select(V mask, V yes, V no) { return _mm256_blendv_epi8(no, yes, mask); }
   static bool any(V mask) { return _mm256_movemask_epi8(mask) != 0; }
+  static std::int32_t hmax(V a) {  // the largest lane (signed)
+    __m128i m = _mm_max_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+    return _mm_cvtsi128_si32(m);
+  }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F div(F a, F b) { return _mm256_div_ps(a, b); }
   static F add_f(F a, F b) { return _mm256_add_ps(a, b); }

@@ -36,6 +36,13 @@ struct OpsAvx512 {
   static V eq(V a, V b) { return from_mask(_mm512_cmpeq_epi32_mask(a, b)); }
   static V select(V mask, V yes, V no) { return _mm512_mask_blend_epi32(to_mask(mask), no, yes); }
   static bool any(V mask) { return to_mask(mask) != 0; }
+  static std::int32_t hmax(V a) {  // the largest lane (signed)
+    const __m256i h = _mm256_max_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+    __m128i m = _mm_max_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+    return _mm_cvtsi128_si32(m);
+  }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F div(F a, F b) { return _mm512_div_ps(a, b); }
   static F add_f(F a, F b) { return _mm512_add_ps(a, b); }

@@ -9,6 +9,7 @@
 #include <span>
 #include <string_view>
 
+#include "fp8q/numerics/block_scaled.hpp"
 #include "fp8q/numerics/format.hpp"
 #include "fp8q/numerics/policy.hpp"
 
@@ -27,6 +28,15 @@ struct AmaxScaleOptions {
 // amax of 0, +/-Inf or NaN gives scale 1 (delayed scaling keeps its previous scale instead);
 // a result that is infinite becomes FLT_MAX. A negative amax is an error (std::invalid_argument).
 float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& options = {});
+
+// The divide convention (DeepSeek-V3, compressed-tensors): the stored dequantization
+// multiplier is computed directly and elements are divided by it, q = convert(fp32(x / s)):
+//   s = fp32(max(amax, epsilon) / max_finite(target))   one nearest-even rounding
+//   s = fp32(s * 2^margin)                              nearest-even; Inf becomes FLT_MAX
+//   power_of_two: s = 2^ceil(log2(s)), at most 2^127    (never shrinks the range)
+//   s == 0 (amax / max below fp32's smallest subnormal): s = 2^-149
+// amax of 0, +/-Inf or NaN gives s = 1. A negative amax is an error.
+float scale_inv_from_amax(float amax, const Format& target, const AmaxScaleOptions& options = {});
 
 // ---- MX: one E8M0 scale X = 2^e per block of 32 ------------------------------------------------
 // Each rule turns the block's amax into e (emax_elem = the element format's largest exponent:
@@ -53,6 +63,12 @@ std::uint8_t mx_scale_code(float amax, const Format& element, MxScaleRule rule);
 // NaN, else 0 (the scale carries the NaN).
 std::uint8_t mx_quantize_block(std::span<const float> block, const Format& element, MxScaleRule rule,
                                std::span<std::uint8_t> codes);
+
+// The rule as a table for the bulk MX path (numerics/block_scaled.hpp): for every fp32 amax,
+// table.code(bits(amax)) == mx_scale_code(amax, element, rule). Built by probing the rule at
+// each binade's ends and bisecting for the one mantissa where it steps; throws
+// std::logic_error if the rule is not of that form (it always is for the five rules).
+Pow2ScaleTable mx_scale_table(const Format& element, MxScaleRule rule);
 
 std::optional<MxScaleRule> parse_mx_scale_rule(std::string_view name);  // floor ceil even rceil trainium3
 std::string_view mx_scale_rule_name(MxScaleRule rule);

@@ -1,4 +1,5 @@
-// Internal: pins the floating-point environment for the duration of a bulk call.
+// fp8q/numerics/fp_env.hpp: pins the floating-point environment for a stretch of code, so that
+// host fp32 arithmetic there computes the IEEE default whatever the caller has set.
 #pragma once
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -7,7 +8,7 @@
 #include <cfenv>
 #endif
 
-namespace fp8q::detail {
+namespace fp8q {
 
 // Saves the FP environment and sets the IEEE default: round to nearest-even, no
 // flush-to-zero, no denormals-are-zero, exceptions masked (MXCSR 0x1F80 on x86). The fast
@@ -34,4 +35,4 @@ class ScopedDefaultFpEnv {
 #endif
 };
 
-}  // namespace fp8q::detail
+}  // namespace fp8q

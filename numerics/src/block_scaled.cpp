@@ -1,0 +1,165 @@
+// Block-scaled and MX conversions: per block, the scale, then the same kernels as bulk.cpp.
+#include "fp8q/numerics/block_scaled.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "fp8q/numerics/arith.hpp"
+#include "fp8q/numerics/convert.hpp"
+#include "dispatch.hpp"
+
+namespace fp8q {
+namespace {
+
+using detail::parallel_pinned;
+using detail::row_grain;
+
+std::uint64_t load_code(const std::byte* p, int bytes) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, static_cast<std::size_t>(bytes));  // little-endian host (x86-64)
+  return v;
+}
+
+[[noreturn]] void throw_nan(std::size_t index, const Format& to) {
+  throw NanError(index, "element " + std::to_string(index) + ": NaN has no encoding in " + std::string(to.name) +
+                            " (NaN policy: error)");
+}
+
+void check_common(std::span<const std::byte> in, const Format& from, std::size_t n, std::span<std::uint8_t> out,
+                  const Format& to, const ConvertOptions& o, const BulkOptions& bulk) {
+  if (in.size() != n * static_cast<std::size_t>(from.storage_bytes()))
+    throw std::invalid_argument("input holds " + std::to_string(in.size()) + " bytes; " + std::to_string(n) + " " +
+                                std::string(from.name) + " elements need " +
+                                std::to_string(n * static_cast<std::size_t>(from.storage_bytes())));
+  if (out.size() != n)
+    throw std::invalid_argument("output holds " + std::to_string(out.size()) + " codes; the matrix has " +
+                                std::to_string(n) + " elements");
+  if (to.bits() > 8) throw std::invalid_argument("target " + std::string(to.name) + " is wider than one byte");
+  if (o.scale) throw std::invalid_argument("options.scale must be unset: the scales come per block");
+  if (bulk.threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(bulk.threads));
+}
+
+Isa chosen_isa(const BulkOptions& bulk) {
+  const Isa isa = bulk.isa.value_or(active_isa());
+  if (!isa_supported(isa))
+    throw std::invalid_argument("instruction set " + std::string(isa_name(isa)) + " is not available here");
+  return isa;
+}
+
+// fp32 bit pattern of a source element (exact: fp32, bf16 and fp16 values are all fp32 values).
+std::uint32_t f32_bits(const std::byte* p, const Format& from) {
+  if (from == kF32) return static_cast<std::uint32_t>(load_code(p, 4));
+  if (from == kBF16) return static_cast<std::uint32_t>(load_code(p, 2)) << 16;
+  return bits_of(decode_f32(load_code(p, 2), kF16));
+}
+
+}  // namespace
+
+void convert_block_scaled(std::span<const std::byte> in, const Format& from, std::span<std::uint8_t> out,
+                          const Format& to, const BlockGrid& grid, std::span<const float> scales,
+                          const ConvertOptions& options, const BulkOptions& bulk) {
+  if (grid.block_rows == 0 || grid.block_cols == 0) throw std::invalid_argument("block dimensions must be >= 1");
+  check_common(in, from, grid.rows * grid.cols, out, to, options, bulk);
+  if (scales.size() != grid.grid_size())
+    throw std::invalid_argument(std::to_string(scales.size()) + " scales given; a " + std::to_string(grid.rows) +
+                                " x " + std::to_string(grid.cols) + " matrix in blocks of " +
+                                std::to_string(grid.block_rows) + " x " + std::to_string(grid.block_cols) +
+                                " needs " + std::to_string(grid.grid_size()));
+  const Isa isa = chosen_isa(bulk);
+  const bool simd = detail::narrow_supported(from, to);
+  const detail::NarrowFn fn = simd ? detail::narrow_kernel(isa, detail::source_of(from), options.rounding) : nullptr;
+  const auto ib = static_cast<std::size_t>(from.storage_bytes());
+  const std::size_t cols = grid.cols, gc = grid.grid_cols();
+
+  // One block's stretch of one row, [c0, c1): the kernel with this block's scale, or the
+  // scalar reference; the first unrepresentable NaN is found by the reference, in order.
+  auto run = [&](std::size_t r, std::size_t c0, std::size_t c1, float s) {
+    ConvertOptions o = options;
+    o.scale = s;
+    const std::size_t i0 = r * cols + c0;
+    bool nan = false;
+    if (fn != nullptr) {
+      const detail::NarrowParams params = detail::make_narrow_params(from, to, o);
+      nan = fn(in.data() + i0 * ib, out.data() + i0, c1 - c0, i0, params) && o.nan == NanPolicy::kError;
+    } else {
+      for (std::size_t i = i0; i < i0 + (c1 - c0); ++i) {
+        const Converted c = convert_one(load_code(in.data() + i * ib, static_cast<int>(ib)), from, to, o, i);
+        out[i] = static_cast<std::uint8_t>(c.code);
+        nan = nan || (c.nan_unrepresentable && o.nan == NanPolicy::kError);
+      }
+    }
+    if (!nan) return;
+    for (std::size_t i = i0; i < i0 + (c1 - c0); ++i)
+      if (convert_one(load_code(in.data() + i * ib, static_cast<int>(ib)), from, to, o, i).nan_unrepresentable)
+        throw_nan(i, to);
+  };
+  parallel_pinned(
+      grid.rows, bulk.threads,
+      [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+          const float* row_scales = scales.data() + (r / grid.block_rows) * gc;
+          for (std::size_t g = 0; g < gc; ++g) {
+            const std::size_t c0 = g * grid.block_cols, c1 = std::min(cols, c0 + grid.block_cols);
+            run(r, c0, c1, row_scales[g]);
+          }
+        }
+      },
+      row_grain(cols));
+}
+
+void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t rows, std::size_t cols,
+                std::size_t block, std::span<std::uint8_t> out, std::span<std::uint8_t> scales, const Format& to,
+                const Pow2ScaleTable& table, const ConvertOptions& options, const BulkOptions& bulk) {
+  if (block == 0) throw std::invalid_argument("MX block size must be >= 1");
+  if (!(from == kF32 || from == kBF16 || from == kF16))
+    throw std::invalid_argument("MX quantization takes f32, bf16 or f16 input, not " + std::string(from.name));
+  if (!to.is_signed || !to.has_zero())
+    throw std::invalid_argument("MX element format must be signed with a zero, not " + std::string(to.name));
+  check_common(in, from, rows * cols, out, to, options, bulk);
+  const std::size_t per_row = (cols + block - 1) / block;
+  if (scales.size() != rows * per_row)
+    throw std::invalid_argument("scale output holds " + std::to_string(scales.size()) + " codes; " +
+                                std::to_string(rows) + " rows of " + std::to_string(cols) + " in blocks of " +
+                                std::to_string(block) + " need " + std::to_string(rows * per_row));
+  const Isa isa = chosen_isa(bulk);
+  detail::MxParams m;
+  m.table = &table;
+  for (int c = 0; c < 255; ++c) m.multiplier[static_cast<std::size_t>(c)] = exp2i(127 - c);
+  m.nan_fill = static_cast<std::uint8_t>(to.has_nan() ? to.canonical_nan() : 0);
+  const detail::MxFn fn = block == 32 ? detail::mx_kernel(isa, detail::source_of(from), options.rounding) : nullptr;
+  const detail::NarrowParams params = detail::make_narrow_params(from, to, options);
+  const auto ib = static_cast<std::size_t>(from.storage_bytes());
+
+  // The reference for one block [i0, i1) of global indices.
+  auto scalar_block = [&](std::size_t i0, std::size_t i1, std::uint8_t& scale_code) {
+    std::uint32_t amax = 0;  // as bits: NaN patterns sort above Inf
+    for (std::size_t i = i0; i < i1; ++i) amax = std::max(amax, f32_bits(in.data() + i * ib, from) & 0x7FFFFFFFu);
+    const std::uint8_t code = table.code(amax);
+    scale_code = code;
+    if (code == 0xFF) {
+      std::memset(out.data() + i0, m.nan_fill, i1 - i0);
+      return;
+    }
+    ConvertOptions o = options;
+    o.scale = m.multiplier[code];
+    for (std::size_t i = i0; i < i1; ++i)
+      out[i] = static_cast<std::uint8_t>(
+          convert_one(load_code(in.data() + i * ib, static_cast<int>(ib)), from, to, o, i).code);
+  };
+  parallel_pinned(
+      rows, bulk.threads,
+      [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+          const std::size_t i0 = r * cols;
+          std::uint8_t* row_scales = scales.data() + r * per_row;
+          const std::size_t done =
+              fn != nullptr ? fn(in.data() + i0 * ib, out.data() + i0, row_scales, cols, i0, params, m) : 0;
+          for (std::size_t c0 = done; c0 < cols; c0 += block)
+            scalar_block(i0 + c0, i0 + std::min(cols, c0 + block), row_scales[c0 / block]);
+        }
+      },
+      row_grain(cols));
+}
+
+}  // namespace fp8q

@@ -1,0 +1,58 @@
+// fp8q/quant/granularity.hpp: which elements share a scale.
+//
+// A tensor of shape [d0, ..., d(n-1)] is viewed as the row-major matrix [R, C], C = d(n-1),
+// R = d0 * ... * d(n-2) (1-D: [1, d0]; 0-D: [1, 1]). A granularity cuts that matrix into
+// blocks; edge blocks are partial (they hold what is left, nothing is padded), as
+// DeepSeek-V3 and Transformer Engine do.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "fp8q/numerics/block_scaled.hpp"
+
+namespace fp8q {
+
+enum class GranularityKind : std::uint8_t {
+  kTensor,  // one scale
+  kRow,     // one per row (1 x C blocks): per output channel of a [out, in] weight
+  kColumn,  // one per column (R x 1 blocks)
+  kBlock,   // rows x cols blocks: 1x128 activations, 128x128 weights, any r x c
+  kMx,      // E8M0 scale per 1 x 32 block along the last axis (MX)
+};
+
+struct Granularity {
+  GranularityKind kind = GranularityKind::kTensor;
+  std::size_t block_rows = 0, block_cols = 0;  // kBlock only
+
+  static Granularity tensor() { return {GranularityKind::kTensor, 0, 0}; }
+  static Granularity row() { return {GranularityKind::kRow, 0, 0}; }
+  static Granularity column() { return {GranularityKind::kColumn, 0, 0}; }
+  static Granularity block(std::size_t rows, std::size_t cols) { return {GranularityKind::kBlock, rows, cols}; }
+  static Granularity mx() { return {GranularityKind::kMx, 0, 0}; }
+
+  bool operator==(const Granularity&) const = default;
+};
+
+inline constexpr std::size_t kMxBlock = 32;
+
+// The matrix view of a shape.
+struct MatrixShape {
+  std::size_t rows = 1, cols = 1;
+};
+// Throws std::invalid_argument when the element count overflows.
+MatrixShape matrix_shape(std::span<const std::uint64_t> shape);
+
+// The blocks of a granularity on a matrix (kMx: 1 x 32). A dimension of 0 gives an empty grid
+// (a quantized tensor still stores one scale, 1, for kTensor).
+BlockGrid block_grid(const Granularity& g, MatrixShape m);
+
+// Names: tensor, row, col, mx, block<R>x<C> (block1x128, block128x128, block3x5, ...).
+std::optional<Granularity> parse_granularity(std::string_view name);
+std::string granularity_name(const Granularity& g);
+
+}  // namespace fp8q

@@ -1,0 +1,62 @@
+// fp8q/quant/quantized_tensor.hpp: a tensor as element codes plus the scales of its blocks.
+//
+// Formulas (docs/numerics.md section 5, docs/tensors.md): per block, amax = the largest |x|
+// (NaN if any element is NaN); then
+//   multiply: scale = scale_from_amax(amax), q = convert(fp32(x * scale)), scale_inv = fp32(1 / scale)
+//   divide:   scale_inv = scale_inv_from_amax(amax), q = convert(fp32(x / scale_inv))
+//   MX:       e8m0 = mx_scale_code(amax, rule), q = convert(x * 2^-e) (0xFF: NaN or 0 elements)
+// and dequantization is fp32(decode(q) * scale_inv) or fp32(decode(q) * 2^e), one rounding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "fp8q/numerics/bulk.hpp"
+#include "fp8q/numerics/format.hpp"
+#include "fp8q/numerics/policy.hpp"
+#include "fp8q/quant/granularity.hpp"
+#include "fp8q/quant/scale_rules.hpp"
+
+namespace fp8q {
+
+struct QuantizedTensor {
+  FormatId element = FormatId::kE4M3FN;
+  std::vector<std::uint64_t> shape;  // of the original tensor
+  Granularity granularity;
+  BlockGrid grid;                    // the matrix view and its blocks
+  // One code per element, row-major; e2m1 packs two per byte along the last axis
+  // (float4_e2m1fn_x2: element 2i in bits 0-3, 2i+1 in bits 4-7).
+  std::vector<std::uint8_t> codes;
+  std::vector<float> scale_inv;      // not MX: one per block, row-major over the grid ([1] for kTensor)
+  std::vector<std::uint8_t> scales;  // MX: E8M0 codes, [R, ceil(C / 32)]
+
+  bool packed() const { return element == FormatId::kE2M1; }
+  std::size_t numel() const { return grid.rows * grid.cols; }
+};
+
+struct QuantizeOptions {
+  FormatId element = FormatId::kE4M3FN;
+  Granularity granularity;
+  ScaleOp apply = ScaleOp::kMultiply;   // not MX
+  AmaxScaleOptions amax;                // not MX: margin, epsilon, power of two
+  MxScaleRule mx_rule = MxScaleRule::kFloor;
+  ConvertOptions convert;               // rounding, overflow, NaN policy, seed, offset (scale: unset)
+  BulkOptions bulk;                     // threads, ISA
+};
+
+// `data` holds the tensor's elements in `from` (fp32, bf16 or fp16), row-major. Throws
+// std::invalid_argument (sizes, options, an odd last dimension for e2m1) or NanError.
+QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
+                         const QuantizeOptions& options);
+
+// Writes the tensor back as fp32, bf16 or fp16 (`to`): each value is fp32(decode(q) * s) for its
+// block's multiplier s, then rounded to `to` nearest-even (overflow to Inf).
+void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format& to, int threads = 1);
+
+// fp4 packing along the last axis: two codes per byte, the even element in the low nibble.
+void pack_fp4(std::span<const std::uint8_t> codes, std::span<std::uint8_t> packed);
+void unpack_fp4(std::span<const std::uint8_t> packed, std::span<std::uint8_t> codes);
+
+}  // namespace fp8q

@@ -1,0 +1,162 @@
+// quantize() / dequantize(): block amaxes, scales by the rule, then the bulk block-scaled
+// conversion of numerics (the same bits as convert_one() with each block's scale).
+#include "fp8q/quant/quantized_tensor.hpp"
+
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "fp8q/numerics/arith.hpp"
+#include "fp8q/numerics/block_scaled.hpp"
+#include "fp8q/numerics/convert.hpp"
+#include "fp8q/numerics/fp_env.hpp"
+#include "fp8q/numerics/parallel.hpp"
+#include "fp8q/quant/amax.hpp"
+
+namespace fp8q {
+namespace {
+
+constexpr std::uint32_t kAbs = 0x7FFFFFFFu;
+
+bool is_source(const Format& f) { return f == kF32 || f == kBF16 || f == kF16; }
+
+void check_element(const Format& e) {
+  if (e.bits() > 8 || !e.is_signed || !e.has_zero())
+    throw std::invalid_argument("element format " + std::string(e.name) +
+                                " cannot hold quantized data (a signed format of at most 8 bits with a zero)");
+}
+
+// scale_inv = fp32(1 / scale); a zero scale (only from an extreme margin) gives +Inf.
+float inverse(float scale) {
+  if ((bits_of(scale) & kAbs) == 0) return float_of(0x7F800000u);
+  return divide_rne(1.0f, scale);
+}
+
+}  // namespace
+
+void pack_fp4(std::span<const std::uint8_t> codes, std::span<std::uint8_t> packed) {
+  if (codes.size() % 2 != 0 || packed.size() != codes.size() / 2)
+    throw std::invalid_argument("fp4 packing needs an even number of codes and half as many bytes");
+  for (std::size_t i = 0; i < packed.size(); ++i)
+    packed[i] = static_cast<std::uint8_t>((codes[2 * i] & 0xF) | (codes[2 * i + 1] << 4));
+}
+
+void unpack_fp4(std::span<const std::uint8_t> packed, std::span<std::uint8_t> codes) {
+  if (codes.size() != packed.size() * 2) throw std::invalid_argument("fp4 unpacking gives two codes per byte");
+  for (std::size_t i = 0; i < packed.size(); ++i) {
+    codes[2 * i] = packed[i] & 0xF;
+    codes[2 * i + 1] = packed[i] >> 4;
+  }
+}
+
+QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
+                         const QuantizeOptions& o) {
+  if (!is_source(from))
+    throw std::invalid_argument("quantize takes f32, bf16 or f16 input, not " + std::string(from.name));
+  const Format& elem = format_of(o.element);
+  check_element(elem);
+  if (o.convert.scale) throw std::invalid_argument("convert.scale must be unset: quantize chooses the scales");
+  QuantizedTensor q;
+  q.element = o.element;
+  q.shape.assign(shape.begin(), shape.end());
+  q.granularity = o.granularity;
+  const MatrixShape m = matrix_shape(shape);
+  q.grid = block_grid(o.granularity, m);
+  const std::size_t n = m.rows * m.cols;
+  if (data.size() != n * static_cast<std::size_t>(from.storage_bytes()))
+    throw std::invalid_argument(std::to_string(data.size()) + " bytes do not hold the " + std::to_string(n) + " " +
+                                std::string(from.name) + " elements of the shape");
+  if (q.packed() && (shape.empty() || m.cols % 2 != 0))
+    throw std::invalid_argument("e2m1 packs two codes per byte along the last axis, so the last dimension must be "
+                                "even; it is " +
+                                (shape.empty() ? std::string("absent (0-D tensor)") : std::to_string(m.cols)));
+
+  std::vector<std::uint8_t> codes(n);
+  if (o.granularity.kind == GranularityKind::kMx) {
+    q.scales.resize(q.grid.grid_size());
+    convert_mx(data, from, m.rows, m.cols, kMxBlock, codes, q.scales, elem, mx_scale_table(elem, o.mx_rule),
+               o.convert, o.bulk);
+  } else {
+    std::vector<float> amaxes(q.grid.grid_size());
+    block_amax(data, from, q.grid, amaxes, o.bulk.threads);
+    std::vector<float> applied(amaxes.size());  // the number each element is multiplied or divided by
+    q.scale_inv.resize(amaxes.size());
+    for (std::size_t b = 0; b < amaxes.size(); ++b) {
+      if (o.apply == ScaleOp::kDivide) {
+        applied[b] = q.scale_inv[b] = scale_inv_from_amax(amaxes[b], elem, o.amax);
+      } else {
+        applied[b] = scale_from_amax(amaxes[b], elem, o.amax);
+        q.scale_inv[b] = inverse(applied[b]);
+      }
+    }
+    ConvertOptions c = o.convert;
+    c.scale_op = o.apply;
+    convert_block_scaled(data, from, codes, elem, q.grid, applied, c, o.bulk);
+    if (q.scale_inv.empty() && o.granularity.kind == GranularityKind::kTensor) q.scale_inv.assign(1, 1.0f);
+  }
+  if (q.packed()) {
+    q.codes.resize(n / 2);
+    pack_fp4(codes, q.codes);
+  } else {
+    q.codes = std::move(codes);
+  }
+  return q;
+}
+
+void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format& to, int threads) {
+  if (!is_source(to)) throw std::invalid_argument("dequantize writes f32, bf16 or f16, not " + std::string(to.name));
+  const Format& elem = format_of(q.element);
+  check_element(elem);
+  const std::size_t n = q.numel();
+  if (out.size() != n * static_cast<std::size_t>(to.storage_bytes()))
+    throw std::invalid_argument("dequantize: output of " + std::to_string(out.size()) + " bytes for " +
+                                std::to_string(n) + " " + std::string(to.name) + " elements");
+  const bool mx = q.granularity.kind == GranularityKind::kMx;
+  if (q.codes.size() != (q.packed() ? n / 2 : n))
+    throw std::invalid_argument("dequantize: " + std::to_string(q.codes.size()) + " code bytes for " +
+                                std::to_string(n) + " elements");
+  if ((mx ? q.scales.size() : q.scale_inv.size()) < q.grid.grid_size())
+    throw std::invalid_argument("dequantize: fewer scales than blocks");
+  std::vector<std::uint8_t> unpacked;
+  std::span<const std::uint8_t> codes = q.codes;
+  if (q.packed()) {
+    unpacked.resize(n);
+    unpack_fp4(q.codes, unpacked);
+    codes = unpacked;
+  }
+  std::array<float, 256> value{};  // decode is exact (Inf kept); bytes beyond the format: NaN
+  for (std::uint32_t c = 0; c < 256; ++c)
+    value[c] = c >> elem.bits() != 0 ? float_of(0x7FC00000u) : decode_f32(c, elem);
+  std::array<float, 256> pow2{};  // E8M0 code -> 2^(code - 127); 0xFF is NaN
+  for (int c = 0; c < 255; ++c) pow2[static_cast<std::size_t>(c)] = exp2i(c - 127);
+  pow2[255] = float_of(0x7FC00000u);
+
+  const std::size_t cols = q.grid.cols, gc = q.grid.grid_cols();
+  const std::size_t ob = static_cast<std::size_t>(to.storage_bytes());
+  parallel_chunks(
+      q.grid.rows, threads,
+      [&](std::size_t r0, std::size_t r1) {
+        ScopedDefaultFpEnv env;  // fp32(v * s) below is the IEEE product, whatever the caller set
+        std::vector<float> row(cols);
+        for (std::size_t r = r0; r < r1; ++r) {
+          const std::size_t base = (r / q.grid.block_rows) * gc;
+          for (std::size_t c = 0; c < cols; ++c) {
+            const std::size_t b = base + c / q.grid.block_cols;
+            const float s = mx ? pow2[q.scales[b]] : q.scale_inv[b];
+            row[c] = value[codes[r * cols + c]] * s;
+          }
+          auto dst = out.subspan(r * cols * ob, cols * ob);
+          if (to == kF32) {
+            std::memcpy(dst.data(), row.data(), cols * 4);
+          } else {
+            ConvertOptions ieee;
+            ieee.overflow = Overflow::kInfOrNan;
+            convert(std::as_bytes(std::span<const float>(row)), kF32, dst, to, ieee);
+          }
+        }
+      },
+      ChunkGrain{1, std::max<std::size_t>(1, 16384 / std::max<std::size_t>(cols, 1))});
+}
+
+}  // namespace fp8q

@@ -1,0 +1,191 @@
+// numerics/block_scaled.hpp: convert_block_scaled() and convert_mx() equal the scalar
+// reference (convert_one with each block's scale) bit for bit, on every instruction set this
+// CPU runs, for every rounding, both scale operations, partial edge blocks and any thread count.
+#include "fp8q/numerics/block_scaled.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "format_types.hpp"
+#include "fp8q/numerics/convert.hpp"
+
+namespace fp8q {
+namespace {
+
+// Elements: random magnitudes over a wide range of binades, both signs, zeros, subnormals,
+// and a few +/-Inf and NaN where `specials` asks for them.
+std::vector<std::byte> random_matrix(const Format& from, std::size_t n, std::uint64_t seed, bool specials) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::byte> out(n * from.storage_bytes());
+  for (std::size_t i = 0; i < n; ++i) {
+    float x = std::ldexp(static_cast<float>(rng() % 100000) / 1000.0f, static_cast<int>(rng() % 60) - 40);
+    if (rng() % 2) x = -x;
+    const auto pick = rng() % 200;
+    if (pick == 0) x = 0.0f;
+    if (pick == 1) x = std::ldexp(1.0f, -140);
+    if (specials && pick == 2) x = INFINITY;
+    if (specials && pick == 3) x = -NAN;
+    const std::uint64_t code = convert_one(bits_of(x), kF32, from, {.overflow = Overflow::kInfOrNan}).code;
+    std::memcpy(out.data() + i * from.storage_bytes(), &code, from.storage_bytes());
+  }
+  return out;
+}
+
+std::uint64_t load(const std::vector<std::byte>& v, std::size_t i, const Format& f) {
+  std::uint64_t c = 0;
+  std::memcpy(&c, v.data() + i * f.storage_bytes(), f.storage_bytes());
+  return c;
+}
+
+class BlockScaledOnIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam()))
+      GTEST_SKIP() << "this CPU (or build) has no " << isa_name(GetParam()) << " path; not tested here";
+  }
+};
+
+TEST_P(BlockScaledOnIsa, EveryElementUsesItsBlocksScale) {
+  const BlockGrid grids[] = {{7, 300, 1, 128}, {130, 70, 128, 128}, {5, 33, 2, 3}, {3, 40, 3, 1}, {1, 1, 1, 1},
+                             {9, 256, 1, 256}};
+  for (const Format* from : {&kF32, &kBF16, &kF16})
+    for (const BlockGrid& g : grids) {
+      const auto in = random_matrix(*from, g.rows * g.cols, g.rows * 1000 + g.cols, false);
+      std::vector<float> scales(g.grid_size());
+      std::mt19937 rng(static_cast<unsigned>(g.cols));
+      for (float& s : scales) s = std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 999.0f, static_cast<int>(rng() % 30) - 15);
+      for (FormatId id : {FormatId::kE4M3FN, FormatId::kE5M2, FormatId::kE2M1, FormatId::kE4M3FNUZ})
+        for (Rounding r : test::kAllRoundings)
+          for (ScaleOp op : {ScaleOp::kMultiply, ScaleOp::kDivide}) {
+            const Format& to = format_of(id);
+            ConvertOptions o;
+            o.rounding = r;
+            o.scale_op = op;
+            o.seed = 99;
+            o.offset = 5;
+            std::vector<std::uint8_t> got(g.rows * g.cols);
+            convert_block_scaled(in, *from, got, to, g, scales, o, {1, GetParam()});
+            for (std::size_t row = 0; row < g.rows; ++row)
+              for (std::size_t c = 0; c < g.cols; ++c) {
+                ConvertOptions e = o;
+                e.scale = scales[g.scale_index(row, c)];
+                const std::size_t i = row * g.cols + c;
+                ASSERT_EQ(got[i], convert_one(load(in, i, *from), *from, to, e, i).code)
+                    << from->name << " -> " << to.name << " " << rounding_name(r) << " grid " << g.rows << "x" << g.cols
+                    << " / " << g.block_rows << "x" << g.block_cols << " at (" << row << ", " << c << ")";
+              }
+          }
+    }
+}
+
+TEST_P(BlockScaledOnIsa, SameBitsForAnyThreadCount) {
+  const BlockGrid g{600, 1000, 128, 128};
+  const auto in = random_matrix(kBF16, g.rows * g.cols, 7, false);
+  std::vector<float> scales(g.grid_size(), 3.0f);
+  ConvertOptions o;
+  o.rounding = Rounding::kStochastic;
+  std::vector<std::uint8_t> one(g.rows * g.cols), many(g.rows * g.cols);
+  convert_block_scaled(in, kBF16, one, kE4M3FN, g, scales, o, {1, GetParam()});
+  for (int t : {2, 3, 8}) {
+    convert_block_scaled(in, kBF16, many, kE4M3FN, g, scales, o, {t, GetParam()});
+    ASSERT_EQ(one, many) << t << " threads";
+  }
+}
+
+TEST_P(BlockScaledOnIsa, NanErrorNamesTheFirstElement) {
+  const BlockGrid g{4, 64, 1, 32};
+  std::vector<float> x(256, 1.0f);
+  x[200] = NAN;
+  x[77] = -NAN;
+  std::vector<float> scales(g.grid_size(), 2.0f);
+  std::vector<std::uint8_t> out(256);
+  try {
+    convert_block_scaled(std::as_bytes(std::span(x)), kF32, out, kE2M1, g, scales, {}, {2, GetParam()});
+    FAIL() << "expected NanError";
+  } catch (const NanError& e) {
+    EXPECT_EQ(e.index(), 77u);
+  }
+}
+
+// A table in the form of a floor rule with emax 8, one whose code steps at mantissa 1 (ceil)
+// and one that steps at a random point in every binade.
+std::vector<Pow2ScaleTable> tables() {
+  std::vector<Pow2ScaleTable> t(3);
+  std::mt19937 rng(3);
+  for (int e = 1; e < 255; ++e) {
+    for (auto& table : t) table.base[e] = static_cast<std::uint8_t>(std::clamp(e - 127 - 8, -127, 126) + 127);
+    t[0].threshold[e] = 1u << 23;
+    t[1].threshold[e] = 1;
+    t[2].threshold[e] = rng() & 0x7FFFFF;
+  }
+  return t;
+}
+
+TEST_P(BlockScaledOnIsa, MxEqualsThePerBlockReference) {
+  const std::pair<std::size_t, std::size_t> shapes[] = {{3, 256}, {5, 100}, {2, 31}, {4, 64 + 32}, {1, 1}};
+  int t_index = 0;
+  for (const Pow2ScaleTable& table : tables()) {
+    ++t_index;
+    for (const Format* from : {&kF32, &kBF16, &kF16})
+      for (auto [rows, cols] : shapes) {
+        const auto in = random_matrix(*from, rows * cols, rows * 31 + cols, true);
+        for (FormatId id : {FormatId::kE4M3FN, FormatId::kE5M2, FormatId::kE2M1, FormatId::kE3M2})
+          for (Rounding r : test::kAllRoundings) {
+            const Format& to = format_of(id);
+            ConvertOptions o;
+            o.rounding = r;
+            o.seed = 1234;
+            const std::size_t per_row = (cols + 31) / 32;
+            std::vector<std::uint8_t> got(rows * cols), got_scales(rows * per_row);
+            convert_mx(in, *from, rows, cols, 32, got, got_scales, to, table, o, {1, GetParam()});
+            for (std::size_t row = 0; row < rows; ++row)
+              for (std::size_t b = 0; b < per_row; ++b) {
+                const std::size_t c0 = b * 32, c1 = std::min(cols, c0 + 32);
+                std::uint32_t amax = 0;
+                for (std::size_t c = c0; c < c1; ++c) {
+                  const auto f32 = static_cast<std::uint32_t>(
+                      convert_one(load(in, row * cols + c, *from), *from, kF32, {.overflow = Overflow::kInfOrNan}).code);
+                  amax = std::max(amax, f32 & 0x7FFFFFFFu);
+                }
+                const std::uint8_t code = table.code(amax);
+                ASSERT_EQ(got_scales[row * per_row + b], code) << "table " << t_index << " block " << row << "," << b;
+                for (std::size_t c = c0; c < c1; ++c) {
+                  const std::size_t i = row * cols + c;
+                  std::uint64_t want = to.has_nan() ? to.canonical_nan() : 0;
+                  if (code != 0xFF) {
+                    ConvertOptions e = o;
+                    e.scale = std::ldexp(1.0f, 127 - code);
+                    want = convert_one(load(in, i, *from), *from, to, e, i).code;
+                  }
+                  ASSERT_EQ(got[i], want) << from->name << " -> " << to.name << " " << rounding_name(r) << " table "
+                                          << t_index << " element (" << row << ", " << c << ")";
+                }
+              }
+          }
+      }
+  }
+}
+
+TEST(BlockScaled, SizesAreChecked) {
+  std::vector<float> x(10);
+  std::vector<std::uint8_t> out(10), scales(1);
+  std::vector<float> s(1);
+  EXPECT_THROW(convert_block_scaled(std::as_bytes(std::span(x)), kF32, out, kE4M3FN, {2, 5, 1, 5}, s), std::invalid_argument);
+  ConvertOptions with_scale;
+  with_scale.scale = 2.0f;
+  std::vector<float> s2(2);
+  EXPECT_THROW(convert_block_scaled(std::as_bytes(std::span(x)), kF32, out, kE4M3FN, {2, 5, 1, 5}, s2, with_scale),
+               std::invalid_argument);
+  EXPECT_THROW(convert_mx(std::as_bytes(std::span(x)), kF32, 2, 5, 32, out, scales, kE4M3FN, Pow2ScaleTable{}),
+               std::invalid_argument);  // two rows need two scales
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIsa, BlockScaledOnIsa, ::testing::Values(Isa::kGeneric, Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+}  // namespace
+}  // namespace fp8q
