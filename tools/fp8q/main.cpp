@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   fp8q::cli::add_formats(app);
   fp8q::cli::add_convert(app);
   fp8q::cli::add_dump(app);
+  fp8q::cli::add_tensors(app);
   fp8q::cli::add_bench(app);
   try {
     app.parse(argc, argv);  // runs the chosen verb's callback

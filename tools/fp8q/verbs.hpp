@@ -15,5 +15,6 @@ void add_formats(CLI::App& app);
 void add_convert(CLI::App& app);
 void add_dump(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_tensors(CLI::App& app);  // quantize-tensors, dequantize-tensors
 
 }  // namespace fp8q::cli
