@@ -126,7 +126,7 @@ std::vector<Pow2ScaleTable> tables() {
 }
 
 TEST_P(BlockScaledOnIsa, MxEqualsThePerBlockReference) {
-  const std::pair<std::size_t, std::size_t> shapes[] = {{3, 256}, {5, 100}, {2, 31}, {4, 64 + 32}, {1, 1}};
+  const std::pair<std::size_t, std::size_t> shapes[] = {{3, 256}, {5, 100}, {2, 31}, {4, 64 + 32}, {1, 1}, {2, 4096 + 96 + 7}};
   int t_index = 0;
   for (const Pow2ScaleTable& table : tables()) {
     ++t_index;

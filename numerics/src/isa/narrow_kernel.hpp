@@ -238,61 +238,74 @@ struct NarrowKernel {
   // the block's E8M0 code from the rule table, then the block's elements multiplied by the
   // exact power of two 2^(127 - code) and converted like any scaled input. A block whose
   // code is 0xFF (NaN or Inf inside) is overwritten with the NaN fill afterwards.
+  // Two passes per stretch of kStretch elements (in L1 between them): first every block's
+  // code, then the conversion; so the scalar table lookups of one block do not sit on the
+  // critical path of its conversion, and the blocks' lookups overlap one another.
+  template <fp8q::detail::Source S>
+  static std::uint8_t mx_code(const unsigned char* block, const Consts& k, const fp8q::detail::MxParams& m) {
+    constexpr std::size_t L = Ops::kLanes, kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
+    V a = Ops::band(Ops::bits(Ops::template load<S>(block)), k.c7fffffff);
+    for (std::size_t j = 1; j < 32 / L; ++j)
+      a = Ops::max(a, Ops::band(Ops::bits(Ops::template load<S>(block + j * L * kBytes)), k.c7fffffff));
+    // Pow2ScaleTable::code(), spelled out here: an inline function of a shared header
+    // compiled with this ISA's flags could be picked by the linker for the other paths
+    const auto amax = static_cast<std::uint32_t>(Ops::hmax(a));
+    const std::uint32_t e = amax >> 23;
+    if (e == 255) return 0xFF;
+    if (e == 0) return 0x00;
+    return static_cast<std::uint8_t>(m.table->base[e] + ((amax & 0x7FFFFFu) >= m.table->threshold[e] ? 1 : 0));
+  }
+
   template <fp8q::detail::Source S, fp8q::Rounding R>
   static std::size_t run_mx(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                             std::uint64_t index0, const fp8q::detail::NarrowParams& p,
                             const fp8q::detail::MxParams& m) {
     const Consts k(p);
-    constexpr std::size_t L = Ops::kLanes, kGroup = 4 * L, kBlocks = kGroup / 32, kPerBlock = 32 / L;
-    static_assert(kGroup % 32 == 0 && 32 % L == 0);
+    constexpr std::size_t L = Ops::kLanes, kGroup = 4 * L, kPerBlock = 32 / L, kStretch = 2048;
+    static_assert(kGroup % 32 == 0 && 32 % L == 0 && kStretch % kGroup == 0);
     constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
     // the interleaved bf16 load permutes within 32 elements only, so each block stays whole
     constexpr bool kInter = kInterleaved<S, R> && kGroup == 32;
     const auto* src = static_cast<const unsigned char*>(in);
     V nan_seen = k.zero;  // NaN only reaches blocks that are overwritten
     const std::uint64_t base = p.options->offset + index0;
-    std::size_t i = 0;
-    for (; i + kGroup <= n; i += kGroup) {
-      const unsigned char* block = src + i * kBytes;
-      V u[4];
-      if constexpr (kInter) {
-        Ops::load4_bf16_interleaved(block, u);
-      } else {
-        for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
+    const std::size_t whole = n / kGroup * kGroup;
+    for (std::size_t s0 = 0; s0 < whole; s0 += kStretch) {
+      const std::size_t s1 = s0 + kStretch < whole ? s0 + kStretch : whole;
+      float mult[kStretch / 32];
+      for (std::size_t i = s0; i < s1; i += 32) {  // pass 1: the codes
+        const std::uint8_t code = mx_code<S>(src + i * kBytes, k, m);
+        scales[i / 32] = code;
+        mult[(i - s0) / 32] = code == 0xFF ? 1.0f : m.multiplier[code];
       }
-      std::uint8_t code[kBlocks];
-      typename Ops::F mult[kBlocks];
-      for (std::size_t b = 0; b < kBlocks; ++b) {
-        V a = Ops::band(u[b * kPerBlock], k.c7fffffff);
-        for (std::size_t j = 1; j < kPerBlock; ++j) a = Ops::max(a, Ops::band(u[b * kPerBlock + j], k.c7fffffff));
-        // Pow2ScaleTable::code(), spelled out here: an inline function of a shared header
-        // compiled with this ISA's flags could be picked by the linker for the other paths
-        const auto amax = static_cast<std::uint32_t>(Ops::hmax(a));
-        const std::uint32_t e = amax >> 23;
-        code[b] = e == 255 ? 0xFF
-                  : e == 0 ? 0x00
-                           : static_cast<std::uint8_t>(m.table->base[e] + ((amax & 0x7FFFFFu) >= m.table->threshold[e] ? 1 : 0));
-        scales[i / 32 + b] = code[b];
-        mult[b] = Ops::set1f(code[b] == 0xFF ? 1.0f : m.multiplier[code[b]]);
-      }
-      V c[4];
-      for (std::size_t j = 0; j < 4; ++j) {
-        const V x = Ops::bits(Ops::mul(Ops::as_float(u[j]), mult[j / kPerBlock]));
-        if constexpr (R == fp8q::Rounding::kNearestEven) {
-          c[j] = narrow_rne(x, k, p, nan_seen);
+      for (std::size_t i = s0; i < s1; i += kGroup) {  // pass 2: the elements
+        const unsigned char* block = src + i * kBytes;
+        V u[4];
+        if constexpr (kInter) {
+          Ops::load4_bf16_interleaved(block, u);
         } else {
-          c[j] = narrow<R>(x, base + i + j * L, k, p, nan_seen);
+          for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
+        }
+        V c[4];
+        for (std::size_t j = 0; j < 4; ++j) {
+          const auto f = Ops::set1f(mult[(i - s0) / 32 + j / kPerBlock]);
+          const V x = Ops::bits(Ops::mul(Ops::as_float(u[j]), f));
+          if constexpr (R == fp8q::Rounding::kNearestEven) {
+            c[j] = narrow_rne(x, k, p, nan_seen);
+          } else {
+            c[j] = narrow<R>(x, base + i + j * L, k, p, nan_seen);
+          }
+        }
+        if constexpr (kInter) {
+          Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
+        } else {
+          Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
         }
       }
-      if constexpr (kInter) {
-        Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
-      } else {
-        Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
-      }
-      for (std::size_t b = 0; b < kBlocks; ++b)
-        if (code[b] == 0xFF) std::memset(out + i + 32 * b, m.nan_fill, 32);
+      for (std::size_t i = s0; i < s1; i += 32)
+        if (scales[i / 32] == 0xFF) std::memset(out + i, m.nan_fill, 32);
     }
-    return i;
+    return whole;
   }
 
   template <fp8q::detail::Source S>

@@ -1,0 +1,91 @@
+// Quantization benchmarks (quant/, numerics/block_scaled.hpp): MX, per-tensor current scaling
+// and 128x128 blocks, each against the copy kernel of the same bytes in the same run. Outputs
+// are allocated once, as the copy baseline's are, so both measure the same memory traffic.
+#include <cstdint>
+#include <vector>
+
+#include "data.hpp"
+#include "fp8q/numerics/block_scaled.hpp"
+#include "fp8q/numerics/bulk.hpp"
+#include "fp8q/quant/amax.hpp"
+#include "fp8q/quant/granularity.hpp"
+#include "fp8q/quant/scale_rules.hpp"
+#include "registry.hpp"
+
+namespace fp8q::bench {
+namespace {
+
+constexpr std::size_t kCols = 4096;  // a [rows, 4096] activation or weight matrix
+
+std::span<const std::byte> input(const Format& from) {
+  if (from == kF32) return std::as_bytes(std::span(f32_data()));
+  return std::as_bytes(std::span(bf16_data()));
+}
+
+void finish(benchmark::State& state, std::size_t in_bytes, std::size_t out_bytes, std::size_t n) {
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(in_bytes + out_bytes));
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+  state.SetLabel(std::string(isa_name(active_isa())));
+}
+
+// MX e4m3fn + E8M0, floor rule: one pass (amax, scale and cast per block of 32).
+void run_mx(benchmark::State& state, const Format& from, int threads) {
+  const auto in = input(from);
+  const std::size_t n = in.size() / from.storage_bytes(), rows = n / kCols;
+  std::vector<std::uint8_t> codes(n), scales(rows * (kCols / kMxBlock));
+  const Pow2ScaleTable table = mx_scale_table(kE4M3FN, MxScaleRule::kFloor);
+  for (auto _ : state) {
+    convert_mx(in, from, rows, kCols, kMxBlock, codes, scales, kE4M3FN, table, {}, {threads, std::nullopt});
+    benchmark::DoNotOptimize(codes.data());
+  }
+  finish(state, in.size(), codes.size() + scales.size(), n);
+}
+
+// Current scaling per tensor: an amax pass, the scale, then the scaled cast (two reads).
+void run_current(benchmark::State& state, int threads) {
+  const auto& x = bf16_data();
+  std::vector<std::uint8_t> codes(x.size());
+  for (auto _ : state) {
+    ConvertOptions o;
+    o.scale = scale_from_amax(amax_bf16(x, threads), kE4M3FN);
+    convert(std::as_bytes(std::span(x)), kBF16, std::as_writable_bytes(std::span(codes)), kE4M3FN, o,
+            {threads, std::nullopt});
+    benchmark::DoNotOptimize(codes.data());
+  }
+  finish(state, x.size() * 2, codes.size(), x.size());
+}
+
+// 128x128 blocks (DeepSeek-V3 weights): block amaxes, scales, the block-scaled cast.
+void run_block(benchmark::State& state, int threads) {
+  const auto in = input(kBF16);
+  const std::size_t n = in.size() / 2;
+  const BlockGrid grid{n / kCols, kCols, 128, 128};
+  std::vector<std::uint8_t> codes(n);
+  std::vector<float> amaxes(grid.grid_size()), scales(grid.grid_size());
+  for (auto _ : state) {
+    block_amax(in, kBF16, grid, amaxes, threads);
+    for (std::size_t b = 0; b < amaxes.size(); ++b) scales[b] = scale_from_amax(amaxes[b], kE4M3FN);
+    convert_block_scaled(in, kBF16, codes, kE4M3FN, grid, scales, {}, {threads, std::nullopt});
+    benchmark::DoNotOptimize(codes.data());
+  }
+  finish(state, in.size(), codes.size(), n);
+}
+
+}  // namespace
+
+void register_quant() {
+  for (int t : {1, 2}) {
+    const std::string threads = "/threads:" + std::to_string(t);
+    add_case("quant/mx_bf16_to_e4m3fn" + threads, {"copy/2B_to_1B" + threads},
+             [t](benchmark::State& s) { run_mx(s, kBF16, t); });
+    add_case("quant/mx_f32_to_e4m3fn" + threads, {"copy/4B_to_1B" + threads},
+             [t](benchmark::State& s) { run_mx(s, kF32, t); });
+    add_case("quant/current_scaling_bf16" + threads,
+             {"copy/2B_to_1B" + threads, "convert/bf16_to_e4m3fn/rne_sat" + threads},
+             [t](benchmark::State& s) { run_current(s, t); });
+    add_case("quant/block128x128_bf16" + threads, {"copy/2B_to_1B" + threads},
+             [t](benchmark::State& s) { run_block(s, t); });
+  }
+}
+
+}  // namespace fp8q::bench
