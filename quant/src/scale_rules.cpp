@@ -39,10 +39,13 @@ float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& 
   if (a < eps) a = eps;           // bit order is value order for non-negative floats
   if (a == 0 || a == kInfBits) return 1.0f;
 
-  // max_finite is exact in fp32; / 2^margin is exact unless it leaves fp32's normal range
+  // In this order: the quotient (Inf -> FLT_MAX), / 2^margin (exact unless it leaves fp32's
+  // normal range; Inf -> FLT_MAX), then the power of two: a tiny amax with a margin gets
+  // FLT_MAX / 2^margin, and with power_of_two 2^127 rather than a non-power FLT_MAX.
   float s = divide_rne(static_cast<float>(target.max_finite()), float_of(a));
-  if (bits_of(s) != kInfBits) s = ldexp_rne(s, -o.margin);
-  if (bits_of(s) == kInfBits) return FLT_MAX;
+  if (bits_of(s) == kInfBits) s = FLT_MAX;
+  s = ldexp_rne(s, -o.margin);
+  if (bits_of(s) == kInfBits) s = FLT_MAX;
   if ((bits_of(s) & kAbs) == 0) return 0.0f;  // only with a huge margin (bits: DAZ-proof)
   if (o.power_of_two) s = exp2i(floor_log2(s));  // 2^floor(log2(scale))
   return s;

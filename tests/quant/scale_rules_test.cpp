@@ -72,6 +72,11 @@ TEST(ScaleFromAmax, EdgeCases) {
   EXPECT_EQ(scale_from_amax(448.0f, kE4M3FN), 1.0f);
   EXPECT_EQ(scale_from_amax(1.0f, kE4M3FN), 448.0f);
   EXPECT_EQ(scale_from_amax(std::ldexp(1.0f, -140), kE4M3FN), FLT_MAX);  // subnormal amax overflows
+  // the order: FLT_MAX first, then the margin, then the power of two
+  EXPECT_EQ(scale_from_amax(std::ldexp(1.0f, -140), kE4M3FN, {.margin = 1}), std::ldexp(FLT_MAX, -1));
+  EXPECT_EQ(scale_from_amax(std::ldexp(1.0f, -140), kE4M3FN, {.power_of_two = true}), std::ldexp(1.0f, 127));
+  EXPECT_EQ(scale_from_amax(1.0f, kE4M3FN, {.margin = -200}), FLT_MAX);
+  EXPECT_EQ(scale_from_amax(1.0f, kE4M3FN, {.margin = -200, .power_of_two = true}), std::ldexp(1.0f, 127));
   // 255.99998 (the fp32 below 256): 448 / 255.99998 = 1.75000011..., correctly rounded
   const float below256 = std::nextafter(256.0f, 0.0f);
   EXPECT_TRUE(is_correctly_rounded_quotient(scale_from_amax(below256, kE4M3FN), 448.0f, below256));

@@ -22,11 +22,12 @@ struct AmaxScaleOptions {
   bool power_of_two = false;   // round the scale down to 2^floor(log2(scale))
 };
 
-// scale = fp32(max_finite(target) / max(amax, epsilon)), one correctly rounded division
-// (nearest-even, computed in integers: the caller's FP environment cannot change it), then
-// / 2^margin (exact unless it leaves the fp32 range), then the power-of-two rounding.
-// amax of 0, +/-Inf or NaN gives scale 1 (delayed scaling keeps its previous scale instead);
-// a result that is infinite becomes FLT_MAX. A negative amax is an error (std::invalid_argument).
+// In this order: (1) scale = fp32(max_finite(target) / max(amax, epsilon)), one correctly
+// rounded division (nearest-even, computed in integers: the caller's FP environment cannot
+// change it); an infinite quotient becomes FLT_MAX; (2) scale = fp32(scale / 2^margin),
+// again FLT_MAX if infinite; (3) with power_of_two, 2^floor(log2(scale)).
+// amax of 0, +/-Inf or NaN gives scale 1 (delayed scaling keeps its previous scale instead).
+// A negative amax is an error (std::invalid_argument).
 float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& options = {});
 
 // The divide convention (DeepSeek-V3, compressed-tensors): the stored dequantization
