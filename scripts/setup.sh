@@ -8,7 +8,8 @@ packages=(
   python3                                # tests/independent, examples/
   libgtest-dev                           # tests
   libbenchmark-dev                       # bench/ and `fp8q bench`
-  libcli11-dev nlohmann-json3-dev        # the fp8q tool
+  libcli11-dev nlohmann-json3-dev        # the fp8q tool; nlohmann also parses safetensors headers
+  libopenblas-dev                        # the sgemm/dgemm baselines of the GEMM benchmarks
 )
 
 missing=()

@@ -1,0 +1,81 @@
+// GEMM cases: fp8q's quantized GEMM (e4m3fn x e4m3fn codes, per-tensor scales, fp32 out)
+// under fp32_sequential, against OpenBLAS sgemm on the same shape (fp32 operands already
+// decoded), measured in the same run. M = N = K, 1 and 2 threads.
+#include <cblas.h>
+
+#include <random>
+#include <vector>
+
+#include "fp8q/kernels/gemm.hpp"
+#include "fp8q/numerics/convert.hpp"
+#include "registry.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace fp8q::bench {
+namespace {
+
+struct Operands {
+  std::vector<std::uint8_t> a, b;
+  std::vector<float> fa, fb;
+  float sa = 0.5f, sb = 0.25f;
+};
+
+Operands make(std::size_t n) {
+  Operands o;
+  std::mt19937_64 rng(n);
+  o.a.resize(n * n), o.b.resize(n * n), o.fa.resize(n * n), o.fb.resize(n * n);
+  auto code = [&] {  // finite e4m3fn codes (0x7F / 0xFF are NaN)
+    for (;;) {
+      const auto c = static_cast<std::uint8_t>(rng());
+      if ((c & 0x7F) != 0x7F) return c;
+    }
+  };
+  for (std::size_t i = 0; i < n * n; ++i) {
+    o.a[i] = code(), o.b[i] = code();
+    o.fa[i] = decode_f32(o.a[i], kE4M3FN), o.fb[i] = decode_f32(o.b[i], kE4M3FN);
+  }
+  return o;
+}
+
+void fp8q_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model) {
+  const Operands o = make(n);
+  std::vector<float> d(n * n);
+  const GemmArgs g{.m = n, .n = n, .k = n,
+                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .scaling = OperandScaling::kTensor, .scale_inv = {&o.sa, 1}},
+                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .scaling = OperandScaling::kTensor, .scale_inv = {&o.sb, 1}}};
+  for (auto _ : state) {
+    gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
+    benchmark::DoNotOptimize(d.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));  // flops
+}
+
+void sgemm_case(benchmark::State& state, std::size_t n, int threads) {
+  const Operands o = make(n);
+  std::vector<float> d(n * n);
+  openblas_set_num_threads(threads);
+  const int ni = static_cast<int>(n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, o.sa * o.sb, o.fa.data(), ni, o.fb.data(), ni,
+                0.0f, d.data(), ni);
+    benchmark::DoNotOptimize(d.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));
+}
+
+}  // namespace
+
+void register_gemm() {
+  for (std::size_t n : {512, 1024, 2048})
+    for (int t : {1, 2}) {
+      const std::string suffix = "/" + std::to_string(n) + "/threads:" + std::to_string(t);
+      add_case("gemm/openblas_sgemm" + suffix, {}, [n, t](benchmark::State& s) { sgemm_case(s, n, t); });
+      add_case("gemm/fp32_sequential" + suffix, {"gemm/openblas_sgemm" + suffix},
+               [n, t](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::fp32_sequential()); });
+      add_case("gemm/systolic128" + suffix, {"gemm/openblas_sgemm" + suffix},
+               [n, t](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::systolic(128)); });
+    }
+}
+
+}  // namespace fp8q::bench

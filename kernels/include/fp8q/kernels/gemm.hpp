@@ -1,0 +1,78 @@
+// fp8q/kernels/gemm.hpp: the quantized GEMM D = epilogue(A x B) (DESIGN section 6).
+//
+// A is M x K codes, B is K x N codes, both row-major, one byte per code (fp6/fp4 in the low
+// bits). Decoded values are exact in fp32; the accumulation model (numerics/accumulation.hpp)
+// fixes every addition. With scale_inv_a, scale_inv_b the dequantization multipliers that
+// apply to output (m, n):
+//
+//   plain scaling (none / tensor / per row of A, per column of B):
+//     acc = model(a[m, :], b[:, n]);       out = fp32(acc * fp32(scale_inv_a * scale_inv_b))
+//   block scaling (A: 1 x 128 blocks along K; B: 128 x 128 blocks), DeepSeek-V3 style:
+//     out = +0; for each K block j of 128: p_j = model(the block's products, from +0);
+//     out = fp32(out + fp32(p_j * fp32(scale_inv_a[m, j] * scale_inv_b[j, n / 128])))
+//   MX (E8M0 scale per 32 consecutive K, on A, B or both): the scales are inside the model
+//     (each product times 2^(e_a + e_b)); out = acc.
+// then out = fp32(out + c[m, n]) when C is given, out = fp32(out + bias[n]) when a bias is
+// given; a NaN is the canonical 0x7FC00000; a bf16 output is that fp32 rounded to
+// nearest-even (NaN 0x7FC0). Every fp32 operation is IEEE nearest-even with subnormals,
+// whatever the caller's FP environment.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "fp8q/numerics/accumulation.hpp"
+#include "fp8q/numerics/format.hpp"
+
+namespace fp8q {
+
+enum class OperandScaling : std::uint8_t {
+  kNone,      // scale_inv 1
+  kTensor,    // scale_inv: 1 value
+  kPerRow,    // per row of A (M values) / per column of B (N values): per output channel
+  kBlock128,  // A: 1 x 128 blocks, M x ceil(K/128) values; B: 128 x 128 blocks,
+              // ceil(K/128) x ceil(N/128) values (row-major); A and B must both use it
+  kMx32,      // mx_scale: E8M0 codes, one per 32 consecutive K: A M x ceil(K/32),
+              // B ceil(K/32) x N (row-major)
+};
+
+struct GemmOperand {
+  FormatId format = FormatId::kE4M3FN;
+  std::span<const std::uint8_t> codes;  // A: M x K, B: K x N, row-major
+  OperandScaling scaling = OperandScaling::kNone;
+  std::span<const float> scale_inv{};       // kTensor, kPerRow, kBlock128: finite and > 0
+  std::span<const std::uint8_t> mx_scale{};  // kMx32
+};
+
+struct GemmArgs {
+  std::size_t m = 0, n = 0, k = 0;
+  GemmOperand a, b;
+  std::span<const float> c{};     // empty, or M x N row-major
+  std::span<const float> bias{};  // empty, or N
+};
+
+struct GemmOptions {
+  AccumulationModel model{};
+  // Trainium2 has no MX hardware: MX operands are dequantized to bf16 (v = bf16(x * 2^e),
+  // nearest-even) and the plain model runs on them without scales.
+  bool mx_dequantize_to_bf16 = false;
+  int threads = 1;  // the result does not depend on it
+};
+
+// The scalar reference, written straight from the definition above (reference_dot per output).
+// Throws std::invalid_argument naming the tensor, field or index when the input is bad.
+void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<float> out);
+void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
+
+// The fast path: equal to gemm_reference bit for bit, for every shape, thread count and ISA
+// (fp32_sequential and systolic on plain or block scaling have vectorised kernels; other
+// models run the reference, split across threads).
+void gemm(const GemmArgs& args, const GemmOptions& options, std::span<float> out);
+void gemm(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
+
+// Which path gemm() takes for these arguments: "avx2", "generic" or "reference".
+std::string_view gemm_path(const GemmArgs& args, const GemmOptions& options);
+
+}  // namespace fp8q

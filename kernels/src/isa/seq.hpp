@@ -1,0 +1,24 @@
+// Internal: the fp32-sequential micro-kernel's interface, shared by the driver (fast_gemm.cpp)
+// and each ISA's translation unit. Not installed.
+#pragma once
+
+#include <cstddef>
+
+namespace fp8q::detail {
+
+// The register tile: kMr rows of A by kNr columns of B (12 AVX2 accumulators of 8 lanes, plus
+// 2 B vectors and 1 broadcast: 15 of the 16 ymm registers).
+inline constexpr std::size_t kMr = 6, kNr = 16;
+
+// out[i * ldo + j] = the sequence acc = fp32(acc + fp32(a_k,i * b_k,j)) for k = 0 .. kc-1,
+// starting from init[i * ldi + j] (or +0 when init is null; init may equal out): every product rounded (exact
+// for decoded FP8 operands), every addition rounded, in k order; never fused (no FMA). Packed
+// operands: ap[k * kMr + i], bp[k * kNr + j]. Each lane is one output, so the vector width
+// cannot change a result.
+using SeqKernel = void (*)(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi,
+                          float* out, std::size_t ldo);
+
+SeqKernel seq_kernel_generic();
+SeqKernel seq_kernel_avx2();  // nullptr when this binary has no AVX2 path
+
+}  // namespace fp8q::detail

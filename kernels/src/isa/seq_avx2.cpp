@@ -1,0 +1,49 @@
+// The AVX2 fp32-sequential micro-kernel: 6 x 16 outputs in 12 ymm accumulators. Compiled
+// with -mavx2 only (no -mfma) and -ffp-contract=off: vmulps then vaddps, each rounded, as the
+// definition asks. On Zen 3 the multiplies (pipes 0/1) and adds (pipes 2/3) issue in
+// parallel, so two products per lane per cycle, the throughput of two FMA pipes.
+#include <immintrin.h>
+
+#include "seq.hpp"
+
+namespace fp8q::detail {
+namespace {
+
+static_assert(kMr == 6 && kNr == 16, "the register tile below is written for 6 x 16");
+
+// Twelve named accumulators rather than an array: GCC keeps them in registers (with an
+// array it stored them to the stack every iteration). 12 + 2 (B) + 1 (A) + 1 (product) = 16.
+void kernel(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi, float* out,
+            std::size_t ldo) {
+  auto load = [&](std::size_t i, std::size_t h) {
+    return init != nullptr ? _mm256_loadu_ps(init + i * ldi + 8 * h) : _mm256_setzero_ps();
+  };
+  __m256 c00 = load(0, 0), c01 = load(0, 1), c10 = load(1, 0), c11 = load(1, 1), c20 = load(2, 0), c21 = load(2, 1);
+  __m256 c30 = load(3, 0), c31 = load(3, 1), c40 = load(4, 0), c41 = load(4, 1), c50 = load(5, 0), c51 = load(5, 1);
+  for (std::size_t k = 0; k < kc; ++k, ap += kMr, bp += kNr) {
+    const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+    __m256 a = _mm256_broadcast_ss(ap + 0);
+    c00 = _mm256_add_ps(c00, _mm256_mul_ps(a, b0)), c01 = _mm256_add_ps(c01, _mm256_mul_ps(a, b1));
+    a = _mm256_broadcast_ss(ap + 1);
+    c10 = _mm256_add_ps(c10, _mm256_mul_ps(a, b0)), c11 = _mm256_add_ps(c11, _mm256_mul_ps(a, b1));
+    a = _mm256_broadcast_ss(ap + 2);
+    c20 = _mm256_add_ps(c20, _mm256_mul_ps(a, b0)), c21 = _mm256_add_ps(c21, _mm256_mul_ps(a, b1));
+    a = _mm256_broadcast_ss(ap + 3);
+    c30 = _mm256_add_ps(c30, _mm256_mul_ps(a, b0)), c31 = _mm256_add_ps(c31, _mm256_mul_ps(a, b1));
+    a = _mm256_broadcast_ss(ap + 4);
+    c40 = _mm256_add_ps(c40, _mm256_mul_ps(a, b0)), c41 = _mm256_add_ps(c41, _mm256_mul_ps(a, b1));
+    a = _mm256_broadcast_ss(ap + 5);
+    c50 = _mm256_add_ps(c50, _mm256_mul_ps(a, b0)), c51 = _mm256_add_ps(c51, _mm256_mul_ps(a, b1));
+  }
+  const __m256 c[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  for (std::size_t i = 0; i < kMr; ++i) {
+    _mm256_storeu_ps(out + i * ldo, c[i][0]);
+    _mm256_storeu_ps(out + i * ldo + 8, c[i][1]);
+  }
+}
+
+}  // namespace
+
+SeqKernel seq_kernel_avx2() { return &kernel; }
+
+}  // namespace fp8q::detail

@@ -1,0 +1,44 @@
+// Internal: checking and reading the GEMM's operands, shared by the reference and the fast path.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "fp8q/kernels/gemm.hpp"
+
+namespace fp8q::detail {
+
+inline constexpr std::size_t kScaleBlock = 128;  // DeepSeek-V3 block scaling: 1x128 / 128x128
+
+// Throws std::invalid_argument, naming the tensor and the field or index, unless: shapes and
+// spans agree, both formats are element formats (FP8, fp6, fp4) and every code is one of
+// theirs, scale_inv values are finite and > 0, block scaling is on both operands or neither,
+// MX scales are not mixed with scale_inv, and the model is valid.
+void check_gemm(const GemmArgs& args, const GemmOptions& options, std::size_t out_size);
+
+inline bool block_scaled(const GemmArgs& g) { return g.a.scaling == OperandScaling::kBlock128; }
+inline bool mx_scaled(const GemmArgs& g) {
+  return g.a.scaling == OperandScaling::kMx32 || g.b.scaling == OperandScaling::kMx32;
+}
+inline std::size_t k_blocks(const GemmArgs& g) { return (g.k + kScaleBlock - 1) / kScaleBlock; }
+
+// The fp32 value of every code of a format (exact; NaN codes give NaN).
+std::array<float, 256> decode_table(FormatId f);
+
+// scale_inv of row m of A / column n of B under plain scaling (1 for kNone and kMx32).
+float plain_scale_a(const GemmArgs& g, std::size_t m);
+float plain_scale_b(const GemmArgs& g, std::size_t n);
+// Block scaling: scale_inv of A's block (m, j) and of B's block (j, n / 128).
+inline float block_scale_a(const GemmArgs& g, std::size_t m, std::size_t j) { return g.a.scale_inv[m * k_blocks(g) + j]; }
+inline float block_scale_b(const GemmArgs& g, std::size_t j, std::size_t n) {
+  const std::size_t nb = (g.n + kScaleBlock - 1) / kScaleBlock;
+  return g.b.scale_inv[j * nb + n / kScaleBlock];
+}
+
+// The canonical NaN for any NaN, everything else unchanged.
+float canonical(float x);
+// fp32 -> bf16, nearest-even (the NaN 0x7FC00000 becomes 0x7FC0).
+std::uint16_t to_bf16(float x);
+
+}  // namespace fp8q::detail
