@@ -26,6 +26,9 @@ void register_all() {
   static const bool once = [] {
     register_baselines();
     register_convert();
+    register_quant();
+    register_calib();
+    register_gemm();
     return true;
   }();
   (void)once;

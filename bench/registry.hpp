@@ -29,6 +29,9 @@ const std::vector<CaseInfo>& cases();
 void register_all();
 void register_baselines();
 void register_convert();
+void register_quant();
+void register_calib();
+void register_gemm();
 
 // Runs body(begin, end) over `threads` contiguous chunks of [0, n), each but the first on a
 // fresh thread started for this call, as the library's bulk calls do, so the baselines pay

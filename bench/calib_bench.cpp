@@ -1,0 +1,107 @@
+// Calibration benchmarks (fp8q/calib): histogram observation of fp32 and bf16 arrays against
+// a read of the same bytes measured in the same run, and the time of each calibrator's search
+// over a 2048-bin histogram.
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fp8q/calib/calibrators.hpp"
+#include "fp8q/calib/histogram.hpp"
+#include "fp8q/numerics/convert.hpp"
+#include "registry.hpp"
+
+namespace fp8q::bench {
+namespace {
+
+// Student-t (3 degrees of freedom) samples: a heavy-tailed activation, the case calibration
+// is for (the histogram's range is set by a few outliers, the bulk sits in the low bins).
+const std::vector<float>& t3_data() {
+  static const std::vector<float> v = [] {
+    std::vector<float> x(kArrayBytes / 4);
+    std::mt19937 rng(5);
+    std::student_t_distribution<float> t(3.0f);
+    for (float& f : x) f = t(rng);
+    return x;
+  }();
+  return v;
+}
+
+const std::vector<std::uint16_t>& t3_bf16() {
+  static const std::vector<std::uint16_t> v = [] {
+    const auto& f = t3_data();
+    std::vector<std::uint16_t> x(kArrayBytes / 2);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<std::uint16_t>(convert_one(bits_of(f[i % f.size()]), kF32, kBF16, {}).code);
+    return x;
+  }();
+  return v;
+}
+
+// Read baseline: sum every word of the same bytes (integer adds, which the compiler
+// vectorizes: a float sum would be serialized by its order).
+template <class Word>
+void read_case(benchmark::State& state) {
+  const std::size_t n = kArrayBytes / sizeof(Word);
+  std::vector<Word> in(n);
+  for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<Word>(i * 2654435761u);
+  for (auto _ : state) {
+    std::uint64_t s = 0;
+    const Word* p = in.data();
+    for (std::size_t i = 0; i < n; ++i) s += p[i];
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kArrayBytes));
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+
+template <class T>
+void observe_case(benchmark::State& state, const std::vector<T>& x) {
+  for (auto _ : state) {
+    calib::HistogramObserver h;
+    if constexpr (std::is_same_v<T, float>) h.observe(x);
+    else h.observe_bf16(x);
+    benchmark::DoNotOptimize(h.counts().data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(x.size() * sizeof(T)));
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(x.size()));
+  state.SetLabel(std::string(isa_name(active_isa())));
+}
+
+// A 2048-bin histogram of 2^20 Student-t samples (range set by the outliers).
+const calib::HistogramObserver& search_histogram() {
+  static const calib::HistogramObserver h = [] {
+    calib::HistogramObserver o;
+    const auto& x = t3_data();
+    o.observe(std::span<const float>(x.data(), std::size_t{1} << 20));
+    return o;
+  }();
+  return h;
+}
+
+void search_case(benchmark::State& state, calib::Method m, const Format& f) {
+  const auto& h = search_histogram();
+  calib::CalibratorOptions o;
+  o.percentile = 99.99;
+  for (auto _ : state) benchmark::DoNotOptimize(calib::calibrate_amax(h, m, f, o));
+  // "bytes" = the histogram's counts, so that the report has a figure; the time is the point
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(h.bins() * sizeof(std::uint64_t)));
+  state.SetItemsProcessed(state.iterations());
+}
+
+}  // namespace
+
+void register_calib() {
+  add_case("baseline/read_4B", {}, [](benchmark::State& s) { read_case<std::uint32_t>(s); });
+  add_case("baseline/read_2B", {}, [](benchmark::State& s) { read_case<std::uint16_t>(s); });
+  add_case("calib/histogram_f32/threads:1", {"baseline/read_4B"},
+           [](benchmark::State& s) { observe_case(s, t3_data()); });
+  add_case("calib/histogram_bf16/threads:1", {"baseline/read_2B"},
+           [](benchmark::State& s) { observe_case(s, t3_bf16()); });
+  for (const Format* f : {&kE4M3FN, &kE5M2})
+    for (calib::Method m : {calib::Method::kMax, calib::Method::kPercentile, calib::Method::kMse, calib::Method::kEntropy})
+      add_case("calib/search_2048/" + std::string(calib::method_name(m)) + "/" + std::string(f->name), {},
+               [m, f](benchmark::State& s) { search_case(s, m, *f); });
+}
+
+}  // namespace fp8q::bench

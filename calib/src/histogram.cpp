@@ -1,0 +1,268 @@
+// The mergeable |x| histogram (fp8q/calib/histogram.hpp).
+//
+// Data flow per block of kBlock elements: one scan (largest |x| pattern, zeros) that reads the
+// block from memory; then, from cache, range growth if the block's max needs it, tail insertion
+// if the block's max beats the tail's smallest value, and the bin counting. A block holding
+// NaN or Inf takes the element-by-element path, which is the specification the block path
+// must agree with.
+#include "fp8q/calib/histogram.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "fp8q/numerics/arith.hpp"
+#include "fp8q/numerics/parallel.hpp"
+#include "isa/hist_kernels.hpp"
+
+namespace fp8q::calib {
+namespace {
+
+constexpr std::uint32_t kInfBits = 0x7F800000u;
+constexpr std::size_t kBlock = 2048;
+
+inline std::uint32_t abs_bits(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7FFFFFFFu; }
+inline std::uint32_t abs_bits(std::uint16_t b) { return (std::uint32_t{b} << 16) & 0x7FFFFFFFu; }
+inline bool negative(float x) { return std::bit_cast<std::uint32_t>(x) >> 31; }
+inline bool negative(std::uint16_t b) { return b >> 15; }
+
+const detail::HistKernels& kernels_for(const std::optional<Isa>& forced) {
+  const Isa isa = forced ? *forced : active_isa();
+  if (forced && !isa_supported(isa))
+    throw std::invalid_argument("HistogramOptions::isa: " + std::string(isa_name(isa)) + " is not supported here");
+#if defined(FP8Q_CALIB_HAVE_AVX2)
+  if (isa == Isa::kAvx2 || isa == Isa::kAvx512) return *detail::hist_kernels_avx2();
+#endif
+  return detail::hist_kernels_generic();
+}
+
+template <class T>
+const void* data_of(std::span<const T> x, std::size_t i) { return x.data() + i; }
+
+}  // namespace
+
+HistogramObserver::HistogramObserver(const HistogramOptions& o) : tail_capacity_(o.tail), isa_(o.isa) {
+  if (o.bins < 64 || o.bins > 65536 || !std::has_single_bit(static_cast<unsigned>(o.bins)))
+    throw std::invalid_argument("HistogramOptions::bins must be a power of two in [64, 65536], got " +
+                                std::to_string(o.bins));
+  if (o.tail < 0 || o.tail > 65536)
+    throw std::invalid_argument("HistogramOptions::tail must be in [0, 65536], got " + std::to_string(o.tail));
+  log2_bins_ = std::countr_zero(static_cast<unsigned>(o.bins));
+  log2_sub_ = log2_bins_ - 5;  // 32 binades
+  top_ = 31;                   // the smallest range (base 0): 2^-95
+  counts_.assign(static_cast<std::size_t>(o.bins), 0);
+  if (o.isa) (void)kernels_for(o.isa);  // reject an unsupported ISA now, not at the first observe
+}
+
+double HistogramObserver::range() const { return std::ldexp(1.0, top_ - 126); }
+float HistogramObserver::amax() const { return std::bit_cast<float>(amax_bits_); }
+float HistogramObserver::min_nonzero() const { return min_bits_ == 0xFFFFFFFFu ? 0.0f : std::bit_cast<float>(min_bits_); }
+
+namespace {
+// Value of the fp32 "position" P (pattern >> (23 - s)), i.e. of the pattern P << (23 - s), in
+// double (the top edge, pattern 0xFF << 23, is 2^128: no fp32 holds it).
+double position_value(std::int64_t p, int log2_sub) {
+  const std::int64_t e = p >> log2_sub, m = p & ((std::int64_t{1} << log2_sub) - 1);
+  const double frac = std::ldexp(static_cast<double>(m), -log2_sub);
+  return e == 0 ? std::ldexp(frac, -126) : std::ldexp(1.0 + frac, static_cast<int>(e) - 127);
+}
+}  // namespace
+
+double HistogramObserver::bin_edge(int i) const {
+  if (i <= 0) return 0.0;
+  const std::int64_t base = static_cast<std::int64_t>(top_ - 31) << log2_sub_;
+  return position_value(base + i, log2_sub_);
+}
+
+int HistogramObserver::bin_of(float abs_x) const {
+  // the position from the bits, minus the base, at least 0 (see the header)
+  const int p = static_cast<int>((std::bit_cast<std::uint32_t>(abs_x) & 0x7FFFFFFFu) >> (23 - log2_sub_));
+  const int i = p - ((top_ - 31) << log2_sub_);
+  return i > 0 ? i : 0;
+}
+
+int HistogramObserver::bin_of_value(double t) const {
+  if (!(t > 0)) return 0;
+  if (t >= range()) return bins();
+  // the same position as the fp32 bits would give, computed from the double exactly
+  int e;
+  const double f = std::frexp(t, &e);  // t = f 2^e, f in [0.5, 1)
+  std::int64_t p;
+  if (e - 1 >= -126) {
+    p = (static_cast<std::int64_t>(e - 1 + 127) << log2_sub_) +
+        static_cast<std::int64_t>(std::floor(std::ldexp(2 * f - 1, log2_sub_)));
+  } else {
+    p = static_cast<std::int64_t>(std::floor(std::ldexp(t, 126 + log2_sub_)));
+  }
+  const std::int64_t i = p - (static_cast<std::int64_t>(top_ - 31) << log2_sub_);
+  return static_cast<int>(std::clamp<std::int64_t>(i, 0, bins() - 1));
+}
+
+std::vector<float> HistogramObserver::tail() const {
+  std::vector<std::uint32_t> b = tail_heap_;
+  std::sort(b.begin(), b.end(), std::greater<>());
+  std::vector<float> v(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) v[i] = std::bit_cast<float>(b[i]);
+  return v;
+}
+
+bool HistogramObserver::operator==(const HistogramObserver& o) const {
+  return log2_bins_ == o.log2_bins_ && tail_capacity_ == o.tail_capacity_ && top_ == o.top_ &&
+         counts_ == o.counts_ && count_ == o.count_ && zeros_ == o.zeros_ && amax_bits_ == o.amax_bits_ &&
+         min_bits_ == o.min_bits_ &&
+         non_finite_ == o.non_finite_ && tail() == o.tail();
+}
+
+// ---- range growth ------------------------------------------------------------------------------
+// The base moves up by D = d * S positions: bin j >= 1 takes old bin j + D (same position), and
+// bin 0 takes old bins 0 .. D (every position at or below the new base).
+void HistogramObserver::grow_to(int top) {
+  if (top <= top_) return;
+  const std::size_t n = counts_.size();
+  const std::size_t shift = static_cast<std::size_t>(top - top_) << log2_sub_;
+  std::uint64_t low = 0;
+  for (std::size_t i = 0; i <= std::min(shift, n - 1); ++i) low += counts_[i];
+  for (std::size_t j = 1; j < n; ++j) counts_[j] = j + shift < n ? counts_[j + shift] : 0;
+  counts_[0] = low;
+  top_ = top;
+}
+
+// ---- tail --------------------------------------------------------------------------------------
+std::uint32_t HistogramObserver::tail_threshold() const {
+  // A value is inserted iff its pattern is above the threshold; 0xFFFFFFFF admits nothing.
+  if (tail_capacity_ == 0) return 0xFFFFFFFFu;
+  return tail_heap_.size() < static_cast<std::size_t>(tail_capacity_) ? 0 : tail_heap_.front();
+}
+
+void HistogramObserver::add_tail(std::uint32_t a) {
+  if (tail_capacity_ == 0) return;
+  if (tail_heap_.size() < static_cast<std::size_t>(tail_capacity_)) {
+    tail_heap_.push_back(a);
+    std::push_heap(tail_heap_.begin(), tail_heap_.end(), std::greater<>());
+  } else if (a > tail_heap_.front()) {
+    std::pop_heap(tail_heap_.begin(), tail_heap_.end(), std::greater<>());
+    tail_heap_.back() = a;
+    std::push_heap(tail_heap_.begin(), tail_heap_.end(), std::greater<>());
+  }
+}
+
+// ---- observation -------------------------------------------------------------------------------
+namespace {
+// The top binade's exponent field for the pattern a: its own (2^k > |x| with k = E - 126), at
+// least 31.
+int top_for(std::uint32_t a) { return std::max(31, static_cast<int>(a >> 23)); }
+}  // namespace
+
+template <class T>
+void HistogramObserver::observe_serial(std::span<const T> x) {
+  const auto& kern = kernels_for(isa_);
+  const bool f32 = std::is_same_v<T, float>;
+  const std::size_t nb = counts_.size();
+  // uint32 tables for large inputs (flushed before the bins change and at the end); small
+  // inputs (one channel of a per-channel observer) go straight into the uint64 counts.
+  const bool use_tables = x.size() >= 8 * nb;
+  std::vector<std::uint32_t> tables(use_tables ? detail::kTables * nb : 0);
+  std::size_t pending = 0;
+  auto flush = [&] {
+    if (!pending) return;
+    for (int t = 0; t < detail::kTables; ++t)
+      for (std::size_t j = 0; j < nb; ++j) counts_[j] += tables[t * nb + j];
+    std::fill(tables.begin(), tables.end(), 0);
+    pending = 0;
+  };
+  // The specification, one finite or non-finite element at a time.
+  auto one = [&](T v) {
+    const std::uint32_t a = abs_bits(v);
+    if (a >= kInfBits) {
+      if (a > kInfBits) ++non_finite_.nan;
+      else if (negative(v)) ++non_finite_.neg_inf;
+      else ++non_finite_.pos_inf;
+      return;
+    }
+    ++count_;
+    zeros_ += a == 0;
+    if (a != 0 && a < min_bits_) min_bits_ = a;
+    if (a > amax_bits_) {
+      amax_bits_ = a;
+      grow_to(top_for(a));
+    }
+    if (a > tail_threshold()) add_tail(a);
+    ++counts_[static_cast<std::size_t>(bin_of(std::bit_cast<float>(a)))];
+  };
+
+  for (std::size_t b = 0; b < x.size(); b += kBlock) {
+    const std::size_t n = std::min(kBlock, x.size() - b);
+    const void* p = data_of(x, b);
+    const detail::ScanResult s = f32 ? kern.scan_f32(p, n) : kern.scan_bf16(p, n);
+    if (s.max_bits >= kInfBits || !use_tables) {
+      flush();
+      for (std::size_t i = 0; i < n; ++i) one(x[b + i]);
+      continue;
+    }
+    count_ += n;
+    zeros_ += s.zeros;
+    min_bits_ = std::min(min_bits_, s.min_nonzero_bits);
+    if (s.max_bits > amax_bits_) {
+      amax_bits_ = s.max_bits;
+      const int top = top_for(s.max_bits);
+      if (top > top_) flush(), grow_to(top);
+    }
+    if (s.max_bits > tail_threshold())
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t a = abs_bits(x[b + i]);
+        if (a > tail_threshold()) add_tail(a);
+      }
+    const int base = (top_ - 31) << log2_sub_;
+    (f32 ? kern.count_f32 : kern.count_bf16)(p, n, 23 - log2_sub_, base, tables.data(), nb);
+    pending += n;
+    if (pending >= (std::size_t{1} << 31)) flush();  // no uint32 table entry can overflow
+  }
+  flush();
+}
+
+template <class T>
+void HistogramObserver::observe_threads(std::span<const T> x, int threads) {
+  if (threads < 1) throw std::invalid_argument("HistogramObserver::observe: threads must be >= 1, got " + std::to_string(threads));
+  if (threads == 1) return observe_serial(x);
+  std::mutex m;
+  std::vector<HistogramObserver> parts;
+  HistogramOptions o;
+  o.bins = bins();
+  o.tail = tail_capacity_;
+  o.isa = isa_;
+  parallel_chunks(x.size(), threads, [&](std::size_t begin, std::size_t end) {
+    HistogramObserver h(o);
+    h.observe_serial(x.subspan(begin, end - begin));
+    std::lock_guard<std::mutex> lock(m);
+    parts.push_back(std::move(h));
+  });
+  for (const auto& h : parts) merge(h);  // exact and commutative: the order does not matter
+}
+
+void HistogramObserver::observe(std::span<const float> x, int threads) { observe_threads(x, threads); }
+void HistogramObserver::observe_bf16(std::span<const std::uint16_t> x, int threads) { observe_threads(x, threads); }
+
+void HistogramObserver::merge(const HistogramObserver& o) {
+  if (o.log2_bins_ != log2_bins_ || o.tail_capacity_ != tail_capacity_)
+    throw std::invalid_argument("HistogramObserver::merge: bins " + std::to_string(bins()) + " / tail " +
+                                std::to_string(tail_capacity_) + " vs bins " + std::to_string(o.bins()) +
+                                " / tail " + std::to_string(o.tail_capacity_));
+  grow_to(o.top_);
+  // other's bin i (i >= 1) is at position base_o + i = base + i - shift
+  const std::size_t shift = static_cast<std::size_t>(top_ - o.top_) << log2_sub_;
+  for (std::size_t i = 0; i < o.counts_.size(); ++i) counts_[i > shift ? i - shift : 0] += o.counts_[i];
+  count_ += o.count_;
+  zeros_ += o.zeros_;
+  amax_bits_ = std::max(amax_bits_, o.amax_bits_);
+  min_bits_ = std::min(min_bits_, o.min_bits_);
+  non_finite_ += o.non_finite_;
+  for (std::uint32_t a : o.tail_heap_) add_tail(a);
+}
+
+}  // namespace fp8q::calib
