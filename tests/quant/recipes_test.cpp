@@ -1,5 +1,5 @@
-// quant/amax.hpp and quant/recipes/current_scaling.hpp (+ roles.hpp): amax with NaN
-// propagation and the same result for any thread count; current scaling equal, element by
+// quant/amax.hpp and quant/recipes/ (current, block and MX scaling, roles.hpp): amax with NaN
+// propagation and the same result for any thread count; each recipe equal, element by
 // element, to its formula computed with the scalar reference.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,9 @@
 
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/quant/amax.hpp"
+#include "fp8q/quant/recipes/block_scaling.hpp"
 #include "fp8q/quant/recipes/current_scaling.hpp"
+#include "fp8q/quant/recipes/mx_scaling.hpp"
 
 namespace fp8q {
 namespace {
@@ -75,6 +77,55 @@ TEST(CurrentScaling, RoleFormats) {
   EXPECT_EQ(decode_f32(codes[1], kE4M3), -240.0f);
   std::vector<std::uint8_t> wrong(3);
   EXPECT_THROW(CurrentScaling{}.quantize(x, TensorRole::kWeight, wrong), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fp8q
+
+namespace fp8q {
+namespace {
+
+std::vector<float> ramp(std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 37) % 1001) * 0.0137f - 6.5f;
+  return v;
+}
+
+TEST(BlockScaling, WeightsIn128x128ActivationsIn1x128DivideAsDeepSeek) {
+  const BlockScaling recipe;
+  EXPECT_EQ(recipe.granularity(TensorRole::kWeight), Granularity::block(128, 128));
+  EXPECT_EQ(recipe.granularity(TensorRole::kActivation), Granularity::block(1, 128));
+  const auto x = ramp(130 * 200);
+  const std::uint64_t shape[] = {130, 200};
+  const auto q = recipe.quantize(std::as_bytes(std::span(x)), kF32, shape, TensorRole::kWeight);
+  ASSERT_EQ(q.scale_inv.size(), 4u);  // [2, 2] grid, edge blocks partial
+  // block (1, 1): rows 128-129, columns 128-199; its scale_inv is amax / 448, and an element is
+  // convert(fp32(x / scale_inv))
+  float amax = 0;
+  for (std::size_t r = 128; r < 130; ++r)
+    for (std::size_t c = 128; c < 200; ++c) amax = std::max(amax, std::fabs(x[r * 200 + c]));
+  EXPECT_EQ(q.scale_inv[3], scale_inv_from_amax(amax, kE4M3FN));
+  ConvertOptions o;
+  o.scale = q.scale_inv[3];
+  o.scale_op = ScaleOp::kDivide;
+  EXPECT_EQ(q.codes[129 * 200 + 150], encode_f32(x[129 * 200 + 150], kE4M3FN, o));
+  // the gradient role takes the gradient format
+  BlockScaling hybrid;
+  hybrid.formats = RoleFormats::hybrid();
+  EXPECT_EQ(hybrid.quantize_options(TensorRole::kGradient).element, FormatId::kE5M2);
+}
+
+TEST(MxScaling, PresetsNameTheirRules) {
+  EXPECT_EQ(MxScaling::ocp().rule, MxScaleRule::kFloor);
+  EXPECT_EQ(MxScaling::transformer_engine().rule, MxScaleRule::kRceil);
+  EXPECT_EQ(MxScaling::trainium3().rule, MxScaleRule::kTrainium3);
+  const auto x = ramp(64);
+  const std::uint64_t shape[] = {2, 32};
+  const auto q = MxScaling::trainium3().quantize(std::as_bytes(std::span(x)), kF32, shape, TensorRole::kActivation);
+  ASSERT_EQ(q.scales.size(), 2u);
+  float amax = 0;
+  for (std::size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  EXPECT_EQ(q.scales[0], mx_scale_code(amax, kE4M3FN, MxScaleRule::kTrainium3));
 }
 
 }  // namespace
