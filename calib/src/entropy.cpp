@@ -111,7 +111,12 @@ float entropy_amax(const HistogramObserver& h, const Format& target, const AmaxS
   // the amax first: no clipping; then every bin edge below it down to amax / 2^20 (at most
   // 2048 of them); ties keep the larger threshold
   const int top = h.bin_of(amax) + 1;
-  const int first = std::max(1, h.bin_of_value(std::ldexp(static_cast<double>(amax), -20)));
+  // A threshold that clips most samples is degenerate: P and Q both collapse onto the last bin
+  // and KL -> 0. Thresholds must keep at least half of the samples below them (edge i keeps the
+  // bins below i), as TensorRT's search starts at 128 of its 2048 bins for the same reason.
+  int half = 1;
+  for (std::uint64_t kept = h.counts()[0]; 2 * kept < h.count(); kept += h.counts()[static_cast<std::size_t>(half)]) ++half;
+  const int first = std::max({1, half, h.bin_of_value(std::ldexp(static_cast<double>(amax), -20))});
   const int stride = (top - first + 2047) / 2048;
   float best = amax;
   double best_kl = model.kl(amax, so);

@@ -90,13 +90,13 @@ int HistogramObserver::bin_of(float abs_x) const {
 int HistogramObserver::bin_of_value(double t) const {
   if (!(t > 0)) return 0;
   if (t >= range()) return bins();
-  // the same position as the fp32 bits would give, computed from the double exactly
-  int e;
-  const double f = std::frexp(t, &e);  // t = f 2^e, f in [0.5, 1)
+  // the same position as the fp32 bits would give, read exactly from the double's bits:
+  // exponent field rebased from 1023 to 127, then the top log2 S mantissa bits
   std::int64_t p;
-  if (e - 1 >= -126) {
-    p = (static_cast<std::int64_t>(e - 1 + 127) << log2_sub_) +
-        static_cast<std::int64_t>(std::floor(std::ldexp(2 * f - 1, log2_sub_)));
+  if (t >= 0x1p-126) {
+    const auto u = std::bit_cast<std::uint64_t>(t);
+    const auto e = static_cast<std::int64_t>(u >> 52) - 1023 + 127;
+    p = (e << log2_sub_) | static_cast<std::int64_t>((u >> (52 - log2_sub_)) & ((std::uint64_t{1} << log2_sub_) - 1));
   } else {
     p = static_cast<std::int64_t>(std::floor(std::ldexp(t, 126 + log2_sub_)));
   }

@@ -2,8 +2,8 @@
 //
 // Why these candidates. On a floating-point grid the model MSE is nearly flat in the amax away
 // from clipping, and its fine structure comes from where the largest samples fall between grid
-// points. So: (1) every bin edge in [amax / 2^20, amax] (at most 2048 of them; log-spaced, 64
-// per binade with the default 2048 bins), and the amax (the coarse shape, clipping included); (2) around the four best, a finer sweep and the amax values that put one of the 16
+// points. So: (1) log-spaced bin edges (64 per binade) in [amax / 2^12, 2 amax], and the amax
+// (the coarse shape, clipping included); (2) around the four best, a finer sweep and the amax values that put one of the 16
 // largest samples exactly on a grid point (and the fp32 neighbours of each, since the scale is
 // rounded); (3) the same for the largest sample and every grid point (all samples equal is the
 // extreme case: only an exact landing gives zero error).
@@ -80,12 +80,12 @@ float mse_amax(const HistogramObserver& h, const Format& target, const AmaxScale
   Search search(model, target, so);
   const auto& grid = model.grid().value;
 
-  // (1) coarse: the edges of the bins' log-linear lattice in [amax / 2^20, 2 amax] (at most
-  // 2048 + 64 of them; above the amax: a coarser grid can put the largest samples nearer to
-  // grid points, and brute force over the samples does find such optima), and the amax
-  const int top = h.bin_of(amax) + 1;
-  const int first = std::max(1, h.bin_of_value(std::ldexp(static_cast<double>(amax), -20)));
-  const int stride = (top - first + 2047) / 2048;
+  // (1) coarse: the edges of the bins' log-linear lattice (at most 64 per binade) in
+  // [amax / 2^12, 2 amax], and the amax. Above the amax a coarser grid can put the largest
+  // samples nearer to grid points (brute force over the samples does find such optima); below
+  // amax / 2^12 clipping costs more than any grid can give back.
+  const int first = std::max(1, h.bin_of_value(std::ldexp(static_cast<double>(amax), -12)));
+  const int stride = std::max(1, h.bins() / 2048);
   std::vector<Scored> coarse;
   bool amax_done = false;
   for (int i = first;; i += stride) {
@@ -96,7 +96,7 @@ float mse_amax(const HistogramObserver& h, const Format& target, const AmaxScale
     if (a != amax) coarse.push_back({a, search.eval(a)});
   }
   if (!amax_done) coarse.push_back({amax, search.eval(amax)});
-
+  
   // (2) refine around the four best coarse candidates
   std::vector<std::size_t> order(coarse.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -119,9 +119,11 @@ float mse_amax(const HistogramObserver& h, const Format& target, const AmaxScale
       for (; g != grid.end() && *g <= k / lo; ++g) search.land(tail[t], *g);
     }
   }
-  // (3) the largest sample on every grid point
+  // (3) the largest sample on every grid point of the top two binades (every significand the
+  // grid has: lower binades repeat them at a smaller amax)
   const float largest = tail.empty() ? amax : tail.front();
-  for (std::size_t j = 1; j < grid.size(); ++j) search.land(largest, grid[j]);
+  for (std::size_t j = 1; j < grid.size(); ++j)
+    if (grid[j] >= target.max_finite() / 4) search.land(largest, grid[j]);
   return search.best().amax;
 }
 

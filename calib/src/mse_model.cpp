@@ -1,8 +1,9 @@
 // The MSE model (fp8q/calib/calibrators.hpp, `mse`).
 //
 // Bin i's c_i samples are taken as spread uniformly over [lo_i, hi_i]: the bin's edges, with
-// the first nonzero bin starting at the smallest nonzero |x| and the last ending at the amax
-// (both known exactly; a bin where they meet is a point mass). For a grid cell [u, v) whose
+// the first nonzero bin starting at the smallest nonzero |x| and the last ending at the
+// smallest tail value (the samples left in the bins are no larger; without a tail, the amax);
+// both are known exactly, and a bin where they meet is a point mass. For a grid cell [u, v) whose
 // samples dequantize to c = g_j / s:
 //   part of a bin, [p, q) inside [lo, hi]:  c_i / (hi - lo) * integral_p^q (y - c)^2 dy
 //                                           = c_i (q - p)(a^2 + a b + b^2) / (3 (hi - lo)),
@@ -34,10 +35,13 @@ MseModel::MseModel(const HistogramObserver& h, const Format& target)
     }
   c_.assign(c.begin(), c.end());
   lo_.resize(nb_), hi_.resize(nb_);
+  // the samples left in the bins are >= the smallest nonzero |x| and <= the smallest tail
+  // value (the tail holds the largest ones)
   const double mn = h.min_nonzero();
+  const double mx = tail_.empty() ? static_cast<double>(amax) : static_cast<double>(tail_.back());
   for (std::size_t i = 0; i < nb_; ++i) {
     lo_[i] = std::max(h.bin_edge(static_cast<int>(i)), mn);
-    hi_[i] = std::min(h.bin_edge(static_cast<int>(i) + 1), static_cast<double>(amax));
+    hi_[i] = std::min(h.bin_edge(static_cast<int>(i) + 1), mx);
     if (hi_[i] < lo_[i]) hi_[i] = lo_[i];  // only in empty bins below the smallest value
   }
   s0_.assign(nb_ + 1, 0), s1_.assign(nb_ + 1, 0), s2_.assign(nb_ + 1, 0);

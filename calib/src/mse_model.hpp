@@ -30,8 +30,8 @@ class MseModel {
   const HistogramObserver& h_;
   const Grid& grid_;
   std::size_t nb_;                // bins [0, nb) reach the amax
-  std::vector<double> lo_, hi_;   // where each bin's samples can be: its edges, narrowed by the
-                                  // smallest nonzero |x| and the amax
+  std::vector<double> lo_, hi_;   // where each bin's samples can be: its edges, narrowed to the
+                                  // smallest nonzero |x| and the smallest tail value
   std::vector<double> c_;         // residual counts: bins minus exact zeros minus tail values
   std::vector<double> s0_, s1_, s2_;  // prefix sums of c, c m, c (m^2 + w^2 / 12) (m, w: centre, width)
   std::vector<float> tail_;

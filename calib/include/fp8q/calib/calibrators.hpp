@@ -20,16 +20,18 @@
 //  mse         A minimising the model MSE(s) = (1/N) [ sum over exact tail values t of
 //              (t - x_hat(t))^2 (fp8q's conversions) + sum over grid cells j of
 //              integral over the cell of (x - g_j / s)^2 f(x) dx ], where f is the remaining
-//              histogram with each bin's count spread uniformly over [lo_i, hi_i] as above,
+//              histogram with each bin's count spread uniformly over [lo_i, hi_i] as above
+//              but capped at the smallest tail value (the samples left are no larger),
 //              exact zeros contributing 0, and cell j = the x whose fp32(x * s) rounds to grid
 //              value g_j (the top cell extends to infinity: saturation). Candidates: the bin
-//              edges in [amax / 2^20, 2 amax] (above the amax a coarser grid can place the
-//              largest samples better), the amax; then, around the best four, a finer sweep
-//              and the amax values that put one of the 16 largest samples exactly on a grid
-//              point; and those for the largest sample and every grid point. Ties go to the
-//              larger amax.
+//              edges (64 per binade) in [amax / 2^12, 2 amax] (above the amax a coarser
+//              grid can place the largest samples better), the amax; then, around the best
+//              four, a finer sweep and the amax values that put one of the 16 largest samples
+//              exactly on a grid point; and those for the largest sample and every grid point of
+//              the top two binades. Ties go to the larger amax.
 //  entropy     A minimising KL(P || Q) over thresholds T = the bin edges in [amax / 2^20, amax)
-//              and the amax: P = the histogram's bins below T with the count at or above T
+//              that keep at least half of the samples below them (clipping nearly everything
+//              collapses P and Q onto one bin, KL -> 0), and the amax: P = the histogram's bins below T with the count at or above T
 //              added to the last of them; Q = for each grid cell of scale(T), the cell's counts
 //              below T spread as a uniform density over its bins where P > 0 (a bin belongs to
 //              the cell holding its centre); KL = sum_k P_k ln(P_k / Q_k), P and Q each
