@@ -29,6 +29,7 @@ void register_all() {
     register_quant();
     register_calib();
     register_gemm();
+    register_checkpoint();
     return true;
   }();
   (void)once;

@@ -32,6 +32,7 @@ void register_convert();
 void register_quant();
 void register_calib();
 void register_gemm();
+void register_checkpoint();
 
 // Runs body(begin, end) over `threads` contiguous chunks of [0, n), each but the first on a
 // fresh thread started for this call, as the library's bulk calls do, so the baselines pay

@@ -29,7 +29,7 @@ expect() {  # expect NAME CONDITION...
 printf '\x00\x00\x80\x3f\x00\x00\xe8\x43\x00\x80\xe8\x43\x00\x00\xc0\x7f' > "$tmp/x.f32"  # 1, 464, 465, NaN
 
 check help 0 '' -- "$fp8q" --help
-for verb in formats convert dump bench; do
+for verb in formats convert dump bench quantize-tensors dequantize-tensors calibrate matmul quantize inspect verify; do
   check "$verb --help" 0 '' -- "$fp8q" "$verb" --help
   expect "$verb --help prints usage" grep -q "Usage" "$tmp/out"
 done
@@ -84,6 +84,23 @@ check "dump with a huge count" 0 '' -- "$fp8q" dump --format e4m3fn --first 1 --
 expect "dump prints elements 1..3" test "$(wc -l < "$tmp/out")" -eq 3
 check "bench no match" 2 'no benchmark case matches' -- "$fp8q" bench --filter '^nothing$'
 check "bench bad regex" 2 'not a regular expression' -- "$fp8q" bench --filter '('
+
+# calibrate: one line per tensor (or per row), JSON keyed by tensor name; errors exit 2.
+# A safetensors file with one F32 tensor "act" [2, 3] = 1..6 and one I64 tensor (skipped).
+/usr/bin/python3 - "$tmp/act.safetensors" <<'PY'
+import json, struct, sys
+data = struct.pack('<6f', 1, 2, 3, 4, 5, 6) + struct.pack('<q', 7)
+hdr = json.dumps({"act": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                  "step": {"dtype": "I64", "shape": [], "data_offsets": [24, 32]}}).encode()
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(hdr)) + hdr + data)
+PY
+check "calibrate max" 0 '' -- "$fp8q" calibrate "$tmp/act.safetensors" --method max --format e4m3fn
+expect "calibrate: amax 6, scale_inv fp32(1 / fp32(448 / 6))" grep -Eq '^act +6 +0.0133929' "$tmp/out"
+check "calibrate per row, JSON" 0 '' -- "$fp8q" calibrate "$tmp/act.safetensors" --method percentile --percentile 100 --format e5m2 --granularity row --json
+expect "calibrate JSON: row amaxes 3 and 6" grep -Eq '"amax": 3\.0' "$tmp/out"
+check "calibrate bad method" 2 "--method: 'median' is not one of" -- "$fp8q" calibrate "$tmp/act.safetensors" --method median --format e4m3fn
+check "calibrate missing file" 2 'no-such' -- "$fp8q" calibrate "$tmp/no-such.safetensors" --method max --format e4m3fn
+check "calibrate not safetensors" 2 'x.f32' -- "$fp8q" calibrate "$tmp/x.f32" --method max --format e4m3fn
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -49,7 +49,14 @@ void run(const BenchArgs& a) {
                      {"items_per_second", m.items_per_second},
                      {"ms_per_iteration", m.real_time_ms},
                      {"baselines", nlohmann::json::array()}};
-    if (!a.json) std::printf("%-44s %10.2f", c.name.c_str(), m.bytes_per_second / 1e9);
+    if (!a.json) {
+      // cases that move no counted bytes (searches, GEMMs) show their time per iteration
+      if (m.bytes_per_second > 0) {
+        std::printf("%-44s %10.2f", c.name.c_str(), m.bytes_per_second / 1e9);
+      } else {
+        std::printf("%-44s %7.3f ms", c.name.c_str(), m.real_time_ms);
+      }
+    }
     bool first = true;
     for (const auto& b : c.baselines) {
       if (!by_name.count(b)) continue;

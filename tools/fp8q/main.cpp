@@ -13,7 +13,10 @@ int main(int argc, char** argv) {
   fp8q::cli::add_convert(app);
   fp8q::cli::add_dump(app);
   fp8q::cli::add_tensors(app);
+  fp8q::cli::add_quantize(app);
   fp8q::cli::add_bench(app);
+  fp8q::cli::add_calibrate(app);
+  fp8q::cli::add_matmul(app);
   try {
     app.parse(argc, argv);  // runs the chosen verb's callback
   } catch (const CLI::CallForHelp& e) {

@@ -16,5 +16,8 @@ void add_convert(CLI::App& app);
 void add_dump(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_tensors(CLI::App& app);  // quantize-tensors, dequantize-tensors
+void add_quantize(CLI::App& app);  // quantize, verify, inspect (checkpoints)
+void add_calibrate(CLI::App& app);  // calibrate (calib/ on safetensors files)
+void add_matmul(CLI::App& app);   // matmul (kernels/ on safetensors files)
 
 }  // namespace fp8q::cli

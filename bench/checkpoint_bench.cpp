@@ -1,0 +1,103 @@
+// Checkpoint quantization (checkpoint/pipeline.hpp) against copying the same file in the
+// same run: a generated BF16 checkpoint of FP8Q_BENCH_CHECKPOINT_MIB MiB (default 1024:
+// 4096 x 4096 weights, 32 MiB each) quantized to hf-fp8 with 2 threads, report included,
+// written to a fresh directory each iteration. Both read the input from the page cache (the
+// file was just written) and write to the same file system. The label carries the process's
+// peak resident memory (getrusage ru_maxrss) and the largest tensor: the pipeline's target is
+// peak RSS <= 256 MiB + the largest tensor.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "fp8q/checkpoint/pipeline.hpp"
+#include "fp8q/checkpoint/safetensors.hpp"
+#include "registry.hpp"
+
+namespace fp8q::bench {
+namespace {
+
+namespace fs = std::filesystem;
+namespace ck = fp8q::checkpoint;
+
+constexpr std::uint64_t kRows = 4096, kCols = 4096;  // one weight: 32 MiB of BF16
+
+struct Checkpoint {
+  fs::path dir, file;
+  std::uint64_t bytes = 0, largest = kRows * kCols * 2;
+  Checkpoint() {
+    const char* env = std::getenv("FP8Q_BENCH_CHECKPOINT_MIB");
+    const std::uint64_t mib = env ? std::strtoull(env, nullptr, 10) : 1024;
+    const std::uint64_t count = std::max<std::uint64_t>(1, (mib << 20) / (kRows * kCols * 2));
+    dir = fs::temp_directory_path() / ("fp8q-bench-ckpt-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    file = dir / "model.safetensors";
+    std::vector<ck::TensorSpec> specs;
+    for (std::uint64_t i = 0; i < count; ++i)
+      specs.push_back({"model.layers." + std::to_string(i) + ".mlp.up_proj.weight", ck::DType::kBF16, {kRows, kCols}});
+    ck::Writer w(file, specs);
+    // BF16 values of a normal-ish spread from a xorshift stream (sign, exponent 2^-8..2^-1, mantissa)
+    std::vector<std::uint16_t> row(kCols);
+    std::uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (std::uint64_t i = 0; i < count * kRows; ++i) {
+      for (auto& v : row) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        v = static_cast<std::uint16_t>((s & 0x8000) | ((119 + (s >> 16) % 7) << 7) | ((s >> 24) & 0x7F));
+      }
+      w.write(std::as_bytes(std::span(row)));
+    }
+    w.commit();
+    bytes = fs::file_size(file);
+  }
+  ~Checkpoint() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+const Checkpoint& checkpoint() {
+  static const Checkpoint c;  // generated once per process
+  return c;
+}
+
+std::string rss_label(const Checkpoint& c) {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return "peak_rss=" + std::to_string(u.ru_maxrss / 1024) + "MiB largest_tensor=" + std::to_string(c.largest >> 20) +
+         "MiB checkpoint=" + std::to_string(c.bytes >> 20) + "MiB";
+}
+
+void run_quantize(benchmark::State& state, int threads) {
+  const Checkpoint& c = checkpoint();
+  ck::QuantizeCheckpointOptions o;
+  o.layout = "hf-fp8";
+  o.layout_options.threads = threads;
+  o.force = true;
+  const fs::path out = c.dir / "out";
+  for (auto _ : state) {
+    const auto r = ck::quantize_checkpoint(c.file, out, o);
+    benchmark::DoNotOptimize(r.summary.out_bytes);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.bytes));
+  state.SetLabel(rss_label(c));
+}
+
+void run_copy(benchmark::State& state) {
+  const Checkpoint& c = checkpoint();
+  const fs::path out = c.dir / "copy.safetensors";
+  for (auto _ : state) fs::copy_file(c.file, out, fs::copy_options::overwrite_existing);
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.bytes));
+  state.SetLabel(rss_label(c));
+}
+
+}  // namespace
+
+void register_checkpoint() {
+  add_case("checkpoint/copy_file", {}, [](benchmark::State& s) { run_copy(s); });
+  add_case("checkpoint/quantize_hf_fp8/threads:2", {"checkpoint/copy_file"},
+           [](benchmark::State& s) { run_quantize(s, 2); });
+}
+
+}  // namespace fp8q::bench

@@ -1,0 +1,122 @@
+// fp8q/checkpoint/layout.hpp: one checkpoint layout = how a quantized linear weight is stored
+// (tensor names, dtypes, scale shapes) and what config.json says about it. One file per
+// layout in checkpoint/src/layouts/; the choice among them is made in one place,
+// layout_named(). Each layout's file header names the public definition it follows.
+//
+// Every layout here stores a weight W [out, in] (x = W's element in the input dtype) as codes
+// q and a dequantization multiplier s per block: x ~= fp32(decode(q) * s).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fp8q/checkpoint/safetensors.hpp"
+#include "fp8q/numerics/block_scaled.hpp"
+#include "fp8q/numerics/format.hpp"
+#include "fp8q/quant/trainium3_layout.hpp"
+
+namespace fp8q::checkpoint {
+
+// Which elements share a scale (compressed-tensors' names): one per tensor, one per output
+// channel (row of W), one per 128 x 128 block.
+enum class Strategy : std::uint8_t { kTensor, kChannel, kBlock };
+std::optional<Strategy> parse_strategy(std::string_view name);  // tensor channel block
+std::string_view strategy_name(Strategy s);
+
+struct LayoutOptions {
+  std::optional<Strategy> strategy;        // ct-fp8 and trn2 (default: channel); others refuse it
+  std::optional<trn3::KLayout> pack;       // trn3-mx only: pre-pack for nc_matmul_mx
+  int threads = 1;                         // results do not depend on it
+};
+
+// A weight to quantize: a 2-D tensor of F32, BF16 or F16.
+struct WeightRef {
+  std::string name;      // "<module>.weight"
+  std::string module;    // "<module>"
+  DType dtype = DType::kBF16;
+  std::vector<std::uint64_t> shape;  // [out, in]
+  std::span<const std::byte> data;   // row-major, little-endian
+  std::optional<float> input_amax;   // calibrated amax of the module's input (static scheme)
+};
+
+struct OutputTensor {
+  TensorSpec spec;
+  std::vector<std::byte> bytes;
+};
+
+// The stored codes and scales of one weight, seen as the logical [rows, cols] matrix W:
+// element (r, c) dequantizes to fp32(decode(codes[r * cols + c]) * scale(r, c)).
+struct DequantView {
+  FormatId element = FormatId::kE4M3FN;
+  std::size_t rows = 0, cols = 0;
+  std::vector<std::uint8_t> codes;
+  bool mx = false;
+  // not mx: one multiplier per block of `grid`
+  BlockGrid grid;
+  std::vector<float> scale_inv;
+  // mx: E8M0 codes [rows, groups_per_row]; column c's group is group_of_col[c]
+  std::vector<std::uint8_t> e8m0;
+  std::size_t groups_per_row = 0;
+  std::vector<std::uint32_t> group_of_col;
+
+  float scale(std::size_t r, std::size_t c) const;
+};
+
+struct QuantizedWeight {
+  std::vector<OutputTensor> tensors;  // in the order plan() gave
+  DequantView view;
+};
+
+// Reads one stored tensor back (from the quantized checkpoint): nullptr when absent.
+struct StoredTensor {
+  const TensorInfo* info = nullptr;
+  std::span<const std::byte> bytes;
+};
+using TensorLookup = std::function<StoredTensor(const std::string& name)>;
+
+// What config.json's quantization_config is built from.
+struct ConfigContext {
+  LayoutOptions options;
+  std::vector<std::string> quantized_modules;  // sorted
+  std::vector<std::string> kept_linear_modules; // 2-D ".weight" tensors left unquantized, sorted
+  bool static_input_scales = false;            // input_scale tensors were written
+};
+
+class Layout {
+ public:
+  virtual ~Layout() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view summary() const = 0;
+  // Throws std::invalid_argument when the options do not apply to this layout.
+  virtual void check_options(const LayoutOptions& options) const = 0;
+  // Why this weight is kept as it is (nullopt: it can be quantized), e.g. an MX layout and
+  // a last dimension that is not a multiple of 32.
+  virtual std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape) const;
+  // The output tensors of a weight, known before its data is read (the writer needs every
+  // header up front). Deterministic in (weight name, dtype, shape, options).
+  virtual std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& options) const = 0;
+  // Quantizes (the tensors match plan() exactly). Bits do not depend on options.threads.
+  virtual QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& options) const = 0;
+  // The weight's stored tensors read back (for verify); the original [out, in] shape is given.
+  // Throws FormatError naming the tensor when a tensor is missing or has the wrong dtype/shape.
+  virtual DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape,
+                                const TensorLookup& lookup, const LayoutOptions& options) const = 0;
+  // Names of the stored tensors of a module other than "<module>.weight" (scales, input scale).
+  virtual std::vector<std::string> companion_names(const std::string& module) const = 0;
+  // The "quantization_config" object of config.json, as JSON text.
+  virtual std::string quantization_config(const ConfigContext& context) const = 0;
+  // Whether ct-fp8-style static input scales (from --calib-data) are supported.
+  virtual bool supports_input_scales() const { return false; }
+};
+
+// hf-fp8 ct-fp8 ct-mxfp8 trn2 trn3-mx; nullptr for anything else.
+const Layout* layout_named(std::string_view name);
+std::vector<std::string_view> layout_names();
+
+}  // namespace fp8q::checkpoint

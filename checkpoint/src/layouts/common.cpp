@@ -1,0 +1,161 @@
+#include "layouts/common.hpp"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "fp8q/numerics/convert.hpp"
+#include "fp8q/quant/amax.hpp"
+#include "fp8q/quant/scale_rules.hpp"
+#include "safetensors/text.hpp"
+
+namespace fp8q::checkpoint::layouts {
+
+const Format& source_format(DType d) {
+  switch (d) {
+    case DType::kF32: return kF32;
+    case DType::kBF16: return kBF16;
+    case DType::kF16: return kF16;
+    default: throw std::invalid_argument("dtype " + std::string(dtype_name(d)) + " is not F32, BF16 or F16");
+  }
+}
+
+BlockGrid strategy_grid(Strategy s, std::size_t rows, std::size_t cols) {
+  switch (s) {
+    case Strategy::kTensor: return {rows, cols, std::max<std::size_t>(rows, 1), std::max<std::size_t>(cols, 1)};
+    case Strategy::kChannel: return {rows, cols, 1, std::max<std::size_t>(cols, 1)};
+    case Strategy::kBlock: return {rows, cols, kBlock, kBlock};
+  }
+  throw std::logic_error("strategy_grid: unknown strategy");
+}
+
+std::vector<std::uint64_t> strategy_scale_shape(Strategy s, std::size_t rows, std::size_t cols) {
+  switch (s) {
+    case Strategy::kTensor: return {1};
+    case Strategy::kChannel: return {rows, 1};
+    case Strategy::kBlock: return {(rows + kBlock - 1) / kBlock, (cols + kBlock - 1) / kBlock};
+  }
+  throw std::logic_error("strategy_scale_shape: unknown strategy");
+}
+
+float round_up_to(DType dtype, float x) {
+  if (dtype == DType::kF32) return x;
+  const Format& f = dtype == DType::kBF16 ? kBF16 : kF16;
+  ConvertOptions o;
+  o.rounding = Rounding::kUp;
+  o.overflow = Overflow::kSaturate;
+  return decode_f32(encode_f32(x, f, o), f);
+}
+
+DivideQuantized quantize_divide(const WeightRef& w, const Format& target, const BlockGrid& grid, DType scale_dtype,
+                                int threads) {
+  const Format& from = source_format(w.dtype);
+  DivideQuantized out;
+  out.grid = grid;
+  std::vector<float> amaxes(grid.grid_size());
+  block_amax(w.data, from, grid, amaxes, threads);
+  out.scale_inv.resize(amaxes.size());
+  for (std::size_t b = 0; b < amaxes.size(); ++b)
+    out.scale_inv[b] = round_up_to(scale_dtype, scale_inv_from_amax(amaxes[b], target));
+  out.codes.resize(grid.rows * grid.cols);
+  ConvertOptions o;
+  o.scale_op = ScaleOp::kDivide;
+  o.overflow = Overflow::kSaturate;
+  convert_block_scaled(w.data, from, out.codes, target, grid, out.scale_inv, o, {threads, std::nullopt});
+  return out;
+}
+
+MxQuantized quantize_mx(std::span<const std::byte> data, const Format& from, std::size_t rows, std::size_t cols,
+                        const Pow2ScaleTable& table, int threads) {
+  MxQuantized out;
+  out.codes.resize(rows * cols);
+  out.scales.resize(rows * ((cols + 31) / 32));
+  ConvertOptions o;
+  o.overflow = Overflow::kSaturate;
+  convert_mx(data, from, rows, cols, 32, out.codes, out.scales, kE4M3FN, table, o, {threads, std::nullopt});
+  return out;
+}
+
+std::vector<std::byte> encode_scales(std::span<const float> s, DType dtype) {
+  const std::size_t width = dtype_bytes(dtype);
+  std::vector<std::byte> out(s.size() * width);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    std::uint32_t bits;
+    if (dtype == DType::kF32) {
+      bits = bits_of(s[i]);
+    } else {
+      const Format& f = dtype == DType::kBF16 ? kBF16 : kF16;
+      bits = static_cast<std::uint32_t>(encode_f32(s[i], f));
+      if (decode_f32(bits, f) != s[i]) throw std::logic_error("encode_scales: scale not exact in " + std::string(dtype_name(dtype)));
+    }
+    std::memcpy(out.data() + i * width, &bits, width);  // little-endian host
+  }
+  return out;
+}
+
+std::vector<float> decode_scales(std::span<const std::byte> bytes, DType dtype) {
+  const std::size_t width = dtype_bytes(dtype);
+  std::vector<float> out(bytes.size() / width);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, bytes.data() + i * width, width);
+    out[i] = dtype == DType::kF32 ? float_of(bits) : decode_f32(bits, dtype == DType::kBF16 ? kBF16 : kF16);
+  }
+  return out;
+}
+
+std::vector<std::byte> to_bytes(std::span<const std::uint8_t> codes) {
+  std::vector<std::byte> out(codes.size());
+  if (!codes.empty()) std::memcpy(out.data(), codes.data(), codes.size());
+  return out;
+}
+
+namespace {
+std::string shape_text(const std::vector<std::uint64_t>& s) {
+  std::string t = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+}  // namespace
+
+StoredTensor require(const TensorLookup& lookup, const std::string& name, DType dtype,
+                     const std::vector<std::uint64_t>& shape) {
+  const StoredTensor t = lookup(name);
+  if (t.info == nullptr) throw FormatError("tensor " + detail::quote(name) + " is missing");
+  if (t.info->dtype != dtype || t.info->shape != shape)
+    throw FormatError("tensor " + detail::quote(name) + " is " + std::string(dtype_name(t.info->dtype)) + " " +
+                      shape_text(t.info->shape) + ", the layout stores " + std::string(dtype_name(dtype)) + " " +
+                      shape_text(shape));
+  return t;
+}
+
+DequantView grid_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
+                      const BlockGrid& grid, std::vector<float> scale_inv) {
+  DequantView v;
+  v.element = element;
+  v.rows = rows;
+  v.cols = cols;
+  v.codes = std::move(codes);
+  v.grid = grid;
+  v.scale_inv = std::move(scale_inv);
+  return v;
+}
+
+DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
+                    std::vector<std::uint8_t> e8m0) {
+  DequantView v;
+  v.element = element;
+  v.rows = rows;
+  v.cols = cols;
+  v.codes = std::move(codes);
+  v.mx = true;
+  v.e8m0 = std::move(e8m0);
+  v.groups_per_row = (cols + 31) / 32;
+  v.group_of_col.resize(cols);
+  for (std::size_t c = 0; c < cols; ++c) v.group_of_col[c] = static_cast<std::uint32_t>(c / 32);
+  return v;
+}
+
+std::string json_string_array(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
+
+}  // namespace fp8q::checkpoint::layouts

@@ -1,0 +1,65 @@
+// Pieces shared by the layout files: the divide-convention block quantization, MX
+// quantization with a given E8M0 rule table, scale tensors in a dtype, and the checks that
+// read a stored tensor back.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fp8q/checkpoint/layout.hpp"
+#include "fp8q/numerics/block_scaled.hpp"
+#include "fp8q/numerics/format.hpp"
+
+namespace fp8q::checkpoint::layouts {
+
+inline constexpr std::size_t kBlock = 128;  // DeepSeek-V3 / FP8_BLOCK weight blocks: 128 x 128
+
+const Format& source_format(DType d);  // F32, BF16, F16; std::invalid_argument otherwise
+
+// The blocks of a strategy on W [rows, cols], and the shape of its scale tensor as
+// compressed-tensors defines it: tensor [1], channel [rows, 1], block [ceil(rows/128), ceil(cols/128)].
+BlockGrid strategy_grid(Strategy s, std::size_t rows, std::size_t cols);
+std::vector<std::uint64_t> strategy_scale_shape(Strategy s, std::size_t rows, std::size_t cols);
+
+// Divide convention (DeepSeek-V3, compressed-tensors): per block, s = scale_inv_from_amax(amax,
+// target) (= fp32(amax / max_finite)); with `scale_dtype` BF16 or F16, s is then rounded UP to
+// that dtype (so every |x| / s stays within max_finite: rounding down could clip the block's
+// largest element); q = convert(fp32(x / s)), nearest-even, saturating.
+struct DivideQuantized {
+  BlockGrid grid;
+  std::vector<float> scale_inv;   // one per block, each exactly representable in scale_dtype
+  std::vector<std::uint8_t> codes;
+};
+DivideQuantized quantize_divide(const WeightRef& w, const Format& target, const BlockGrid& grid, DType scale_dtype,
+                                int threads);
+
+// MX: blocks of 32 along each row, E8M0 code table.code(amax), q = convert(x * 2^-e) RNE saturating.
+struct MxQuantized {
+  std::vector<std::uint8_t> codes;   // [rows, cols]
+  std::vector<std::uint8_t> scales;  // [rows, ceil(cols / 32)]
+};
+MxQuantized quantize_mx(std::span<const std::byte> data, const Format& from, std::size_t rows, std::size_t cols,
+                        const Pow2ScaleTable& table, int threads);
+
+// Scales as stored: F32, BF16 or F16 little-endian (values must be exact in that dtype).
+std::vector<std::byte> encode_scales(std::span<const float> s, DType dtype);
+std::vector<float> decode_scales(std::span<const std::byte> bytes, DType dtype);
+float round_up_to(DType dtype, float x);  // smallest value of dtype >= x (x > 0, finite)
+
+std::vector<std::byte> to_bytes(std::span<const std::uint8_t> codes);
+
+// A stored tensor that must exist with this dtype and shape (FormatError naming it otherwise).
+StoredTensor require(const TensorLookup& lookup, const std::string& name, DType dtype,
+                     const std::vector<std::uint64_t>& shape);
+
+DequantView grid_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
+                      const BlockGrid& grid, std::vector<float> scale_inv);
+// MX view with OCP groups (column c in group c / 32).
+DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
+                    std::vector<std::uint8_t> e8m0);
+
+// JSON text helpers for quantization_config.
+std::string json_string_array(const std::vector<std::string>& items);
+
+}  // namespace fp8q::checkpoint::layouts

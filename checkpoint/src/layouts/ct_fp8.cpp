@@ -1,0 +1,141 @@
+// ct-fp8: compressed-tensors "float-quantized" (what llm-compressor writes and vLLM loads).
+//
+// Public definition (checked against compressed-tensors: quantization/quant_scheme.py presets
+// FP8, FP8_DYNAMIC, FP8_BLOCK; quantization/quant_args.py (the serialized QuantizationArgs
+// fields); config/base.py CompressionFormat.float_quantized; the scale shapes its
+// initialize_module_for_quantization gives each strategy):
+//   <module>.weight        F8_E4M3 (e4m3fn) [out, in]
+//   <module>.weight_scale  the input dtype (BF16/F16/F32), the dequantization multiplier:
+//                            tensor [1], channel [out, 1], block [ceil(out/128), ceil(in/128)]
+//   <module>.input_scale   the input dtype, [1]: only with static activation scales (--calib-data)
+//   symmetric, so no zero point is stored.
+// Scales: s = fp32(amax / 448) rounded UP to the input dtype (fp8q's choice: rounding to
+// nearest could put a block's largest element above 448 and clip it), q = e4m3fn(fp32(x / s)).
+// config.json "quantization_config": quant_method "compressed-tensors", format
+// "float-quantized", quantization_status "compressed", one config group targeting Linear.
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "fp8q/quant/scale_rules.hpp"
+#include "layouts/common.hpp"
+#include "layouts/registry.hpp"
+
+namespace fp8q::checkpoint::layouts {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+// QuantizationArgs as compressed-tensors serializes them (every field, in its order).
+OJson float8_args(const std::string& strategy, bool dynamic, std::optional<int> group_size,
+                  std::optional<std::vector<std::size_t>> block, const char* observer) {
+  OJson a;
+  a["num_bits"] = 8;
+  a["type"] = "float";
+  a["symmetric"] = true;
+  a["group_size"] = group_size ? OJson(*group_size) : OJson(nullptr);
+  a["strategy"] = strategy;
+  a["block_structure"] = block ? OJson(*block) : OJson(nullptr);
+  a["dynamic"] = dynamic;
+  a["actorder"] = nullptr;
+  a["scale_dtype"] = nullptr;
+  a["zp_dtype"] = nullptr;
+  a["observer"] = observer ? OJson(observer) : OJson(nullptr);
+  a["observer_kwargs"] = OJson::object();
+  return a;
+}
+
+class CtFp8 final : public Layout {
+ public:
+  std::string_view name() const override { return "ct-fp8"; }
+  std::string_view summary() const override {
+    return "compressed-tensors float-quantized: e4m3fn weight, weight_scale per tensor/channel/128x128 block";
+  }
+  void check_options(const LayoutOptions& o) const override {
+    if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
+  }
+  bool supports_input_scales() const override { return true; }
+  static Strategy strategy(const LayoutOptions& o) { return o.strategy.value_or(Strategy::kChannel); }
+
+  std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
+    std::vector<TensorSpec> s = {
+        {w.module + ".weight", DType::kF8_E4M3, w.shape},
+        {w.module + ".weight_scale", w.dtype, strategy_scale_shape(strategy(o), w.shape[0], w.shape[1])}};
+    if (w.input_amax) s.push_back({w.module + ".input_scale", w.dtype, {1}});
+    return s;
+  }
+  QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
+    const std::size_t rows = w.shape[0], cols = w.shape[1];
+    DivideQuantized q = quantize_divide(w, kE4M3FN, strategy_grid(strategy(o), rows, cols), w.dtype, o.threads);
+    const auto specs = plan(w, o);
+    QuantizedWeight out;
+    out.tensors.push_back({specs[0], to_bytes(q.codes)});
+    out.tensors.push_back({specs[1], encode_scales(q.scale_inv, w.dtype)});
+    if (w.input_amax) {
+      const float s = round_up_to(w.dtype, scale_inv_from_amax(*w.input_amax, kE4M3FN));
+      out.tensors.push_back({specs[2], encode_scales(std::span(&s, 1), w.dtype)});
+    }
+    out.view = grid_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), q.grid, std::move(q.scale_inv));
+    return out;
+  }
+  DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
+                        const LayoutOptions& o) const override {
+    const std::size_t rows = shape[0], cols = shape[1];
+    const StoredTensor q = require(lookup, module + ".weight", DType::kF8_E4M3, shape);
+    const StoredTensor probe = lookup(module + ".weight_scale");
+    if (probe.info == nullptr) throw FormatError("tensor \"" + module + ".weight_scale\" is missing");
+    const DType sd = probe.info->dtype;
+    if (sd != DType::kF32 && sd != DType::kBF16 && sd != DType::kF16)
+      throw FormatError("tensor \"" + module + ".weight_scale\" has dtype " + std::string(dtype_name(sd)) +
+                        "; compressed-tensors stores scales as F32, BF16 or F16");
+    const StoredTensor s = require(lookup, module + ".weight_scale", sd, strategy_scale_shape(strategy(o), rows, cols));
+    std::vector<std::uint8_t> codes(rows * cols);
+    std::memcpy(codes.data(), q.bytes.data(), codes.size());
+    return grid_view(FormatId::kE4M3FN, rows, cols, std::move(codes), strategy_grid(strategy(o), rows, cols),
+                     decode_scales(s.bytes, sd));
+  }
+  std::vector<std::string> companion_names(const std::string& module) const override {
+    return {module + ".weight_scale", module + ".input_scale"};
+  }
+  std::string quantization_config(const ConfigContext& c) const override {
+    const Strategy s = strategy(c.options);
+    OJson weights = s == Strategy::kBlock
+                        ? float8_args("block", false, std::nullopt, std::vector<std::size_t>{kBlock, kBlock}, "memoryless_minmax")
+                        : float8_args(std::string(strategy_name(s)), false, std::nullopt, std::nullopt, "memoryless_minmax");
+    OJson inputs;
+    if (c.static_input_scales) {
+      inputs = float8_args("tensor", false, std::nullopt, std::nullopt, "static_minmax");  // preset FP8
+    } else if (s == Strategy::kBlock) {
+      inputs = float8_args("group", true, 128, std::nullopt, nullptr);  // preset FP8_BLOCK
+    } else {
+      inputs = float8_args("token", true, std::nullopt, std::nullopt, nullptr);  // preset FP8_DYNAMIC
+    }
+    OJson group;
+    group["targets"] = {"Linear"};
+    group["weights"] = weights;
+    group["input_activations"] = inputs;
+    group["output_activations"] = nullptr;
+    group["format"] = "float-quantized";
+    OJson j;
+    j["config_groups"] = {{"group_0", group}};
+    j["format"] = "float-quantized";
+    j["global_compression_ratio"] = nullptr;
+    j["ignore"] = c.kept_linear_modules;
+    j["kv_cache_scheme"] = nullptr;
+    j["quant_method"] = "compressed-tensors";
+    j["quantization_status"] = "compressed";
+    j["sparsity_config"] = OJson::object();
+    j["transform_config"] = OJson::object();
+    j["version"] = "0.13.0";
+    return j.dump();
+  }
+};
+
+}  // namespace
+
+const Layout& ct_fp8_layout() {
+  static const CtFp8 layout;
+  return layout;
+}
+
+}  // namespace fp8q::checkpoint::layouts

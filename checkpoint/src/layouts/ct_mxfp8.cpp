@@ -1,0 +1,129 @@
+// ct-mxfp8: compressed-tensors "mxfp8-quantized".
+//
+// Public definition (checked against compressed-tensors: quantization/quant_scheme.py preset
+// MXFP8 (weights: num_bits 8, type float, strategy group, group_size 32, symmetric, static,
+// scale_dtype torch.uint8); config/format.py QuantizationFormat.mxfp8_quantized;
+// quantization/utils/mxfp4_utils.py generate_mx_scales / round_to_power_2):
+//   <module>.weight        F8_E4M3 (e4m3fn) [out, in]
+//   <module>.weight_scale  U8 [out, in / 32]: E8M0 (biased exponent, x ~= q * 2^(code - 127))
+// The scale rule is compressed-tensors' own, not OCP's floor: the group's amax is rounded to a
+// power of two by adding a quarter of its binade and truncating the mantissa (so amax >= 1.75 *
+// 2^k rounds up to 2^(k+1)), then code = 127 + log2(that power) - 8 (8 = floor(log2(448))),
+// clamped to [0, 254] (a zero group gets code 0). Elements: q = e4m3fn(x * 2^-(code-127)),
+// nearest-even, saturating. A group never saturates: its max lands in [224, 448).
+// The last dimension must be a multiple of 32 (the library reshapes into groups of 32);
+// other weights are kept in high precision and listed in "ignore".
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "layouts/common.hpp"
+#include "layouts/registry.hpp"
+
+namespace fp8q::checkpoint::layouts {
+
+// The rule above as a table (numerics/block_scaled.hpp): binade E (amax in [2^(E-127),
+// 2^(E-126))) gives 127 + (E - 127) - 8, plus one when the mantissa field is >= 0.75 * 2^23.
+Pow2ScaleTable compressed_tensors_mx_table() {
+  Pow2ScaleTable t;
+  for (int e = 1; e < 255; ++e) {
+    const int lo = std::clamp(e - 8, 0, 254), hi = std::clamp(e - 8 + 1, 0, 254);
+    t.base[static_cast<std::size_t>(e)] = static_cast<std::uint8_t>(lo);
+    t.threshold[static_cast<std::size_t>(e)] = hi > lo ? 0x600000u : 0x800000u;
+  }
+  return t;
+}
+
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+class CtMxfp8 final : public Layout {
+ public:
+  std::string_view name() const override { return "ct-mxfp8"; }
+  std::string_view summary() const override {
+    return "compressed-tensors mxfp8-quantized: e4m3fn weight, U8 E8M0 weight_scale per 32 along the input axis";
+  }
+  void check_options(const LayoutOptions& o) const override {
+    if (o.strategy) throw std::invalid_argument("ct-mxfp8 always uses groups of 32 (MX); --strategy does not apply");
+    if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
+  }
+  std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape) const override {
+    if (shape[1] % 32 != 0) return "in_features " + std::to_string(shape[1]) + " is not a multiple of 32";
+    return std::nullopt;
+  }
+  std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions&) const override {
+    return {{w.module + ".weight", DType::kF8_E4M3, w.shape},
+            {w.module + ".weight_scale", DType::kU8, {w.shape[0], w.shape[1] / 32}}};
+  }
+  QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
+    static const Pow2ScaleTable table = compressed_tensors_mx_table();
+    const std::size_t rows = w.shape[0], cols = w.shape[1];
+    MxQuantized q = quantize_mx(w.data, source_format(w.dtype), rows, cols, table, o.threads);
+    const auto specs = plan(w, o);
+    QuantizedWeight out;
+    out.tensors.push_back({specs[0], to_bytes(q.codes)});
+    out.tensors.push_back({specs[1], to_bytes(q.scales)});
+    out.view = mx_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), std::move(q.scales));
+    return out;
+  }
+  DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
+                        const LayoutOptions&) const override {
+    const std::size_t rows = shape[0], cols = shape[1];
+    const StoredTensor q = require(lookup, module + ".weight", DType::kF8_E4M3, shape);
+    const StoredTensor s = require(lookup, module + ".weight_scale", DType::kU8, {rows, cols / 32});
+    std::vector<std::uint8_t> codes(rows * cols), scales(s.bytes.size());
+    std::memcpy(codes.data(), q.bytes.data(), codes.size());
+    std::memcpy(scales.data(), s.bytes.data(), scales.size());
+    return mx_view(FormatId::kE4M3FN, rows, cols, std::move(codes), std::move(scales));
+  }
+  std::vector<std::string> companion_names(const std::string& module) const override {
+    return {module + ".weight_scale"};
+  }
+  std::string quantization_config(const ConfigContext& c) const override {
+    auto args = [](bool dynamic) {
+      OJson a;
+      a["num_bits"] = 8;
+      a["type"] = "float";
+      a["symmetric"] = true;
+      a["group_size"] = 32;
+      a["strategy"] = "group";
+      a["block_structure"] = nullptr;
+      a["dynamic"] = dynamic;
+      a["actorder"] = nullptr;
+      a["scale_dtype"] = "torch.uint8";
+      a["zp_dtype"] = nullptr;
+      a["observer"] = dynamic ? OJson(nullptr) : OJson("memoryless_minmax");
+      a["observer_kwargs"] = OJson::object();
+      return a;
+    };
+    OJson group;
+    group["targets"] = {"Linear"};
+    group["weights"] = args(false);
+    group["input_activations"] = args(true);  // preset MXFP8: dynamic MX activations
+    group["output_activations"] = nullptr;
+    group["format"] = "mxfp8-quantized";
+    OJson j;
+    j["config_groups"] = {{"group_0", group}};
+    j["format"] = "mxfp8-quantized";
+    j["global_compression_ratio"] = nullptr;
+    j["ignore"] = c.kept_linear_modules;
+    j["kv_cache_scheme"] = nullptr;
+    j["quant_method"] = "compressed-tensors";
+    j["quantization_status"] = "compressed";
+    j["sparsity_config"] = OJson::object();
+    j["transform_config"] = OJson::object();
+    j["version"] = "0.13.0";
+    return j.dump();
+  }
+};
+
+}  // namespace
+
+const Layout& ct_mxfp8_layout() {
+  static const CtMxfp8 layout;
+  return layout;
+}
+
+}  // namespace fp8q::checkpoint::layouts

@@ -1,0 +1,45 @@
+#include "layouts/registry.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "fp8q/numerics/convert.hpp"
+
+namespace fp8q::checkpoint {
+
+std::optional<Strategy> parse_strategy(std::string_view name) {
+  if (name == "tensor") return Strategy::kTensor;
+  if (name == "channel") return Strategy::kChannel;
+  if (name == "block") return Strategy::kBlock;
+  return std::nullopt;
+}
+
+std::string_view strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::kTensor: return "tensor";
+    case Strategy::kChannel: return "channel";
+    case Strategy::kBlock: return "block";
+  }
+  return "?";
+}
+
+// E8M0 code e -> 2^(e - 127) (code 0 is 2^-127, a subnormal fp32; 0xFF is NaN).
+float DequantView::scale(std::size_t r, std::size_t c) const {
+  if (!mx) return scale_inv[grid.scale_index(r, c)];
+  const std::uint8_t e = e8m0[r * groups_per_row + group_of_col[c]];
+  if (e == 0xFF) return std::numeric_limits<float>::quiet_NaN();
+  return e == 0 ? float_of(0x00400000u) : float_of(static_cast<std::uint32_t>(e) << 23);
+}
+
+std::optional<std::string> Layout::cannot_quantize(const std::vector<std::uint64_t>&) const { return std::nullopt; }
+
+const Layout* layout_named(std::string_view name) {
+  for (const Layout* l : {&layouts::hf_fp8_layout(), &layouts::ct_fp8_layout(), &layouts::ct_mxfp8_layout(),
+                          &layouts::trn2_layout(), &layouts::trn3_mx_layout()})
+    if (l->name() == name) return l;
+  return nullptr;
+}
+
+std::vector<std::string_view> layout_names() { return {"hf-fp8", "ct-fp8", "ct-mxfp8", "trn2", "trn3-mx"}; }
+
+}  // namespace fp8q::checkpoint

@@ -1,0 +1,18 @@
+// The layouts, one per file; layout_named() (registry.cpp) is the one place that picks.
+#pragma once
+
+#include "fp8q/checkpoint/layout.hpp"
+#include "fp8q/numerics/block_scaled.hpp"
+
+namespace fp8q::checkpoint::layouts {
+
+const Layout& hf_fp8_layout();
+const Layout& ct_fp8_layout();
+const Layout& ct_mxfp8_layout();
+const Layout& trn2_layout();
+const Layout& trn3_mx_layout();
+
+// ct-mxfp8's E8M0 rule as a table (ct_mxfp8.cpp).
+Pow2ScaleTable compressed_tensors_mx_table();
+
+}  // namespace fp8q::checkpoint::layouts

@@ -1,0 +1,180 @@
+// trn3-mx: MXFP8 for Trainium3 (nc_matmul_mx), with NKI quantize_mx's scale rule.
+//
+// What AWS documents is in quant/trainium3_layout.hpp (x4 packing, K on the 128 partitions,
+// 4 codes per partition, one E8M0 scale per 8 partitions x 4 codes, scale placement) and
+// DESIGN section 5 (rule `trainium3`: e = floor(log2(amax)) - 7 for e4m3fn, so a block's max
+// lands in [128, 256) and never saturates). No public checkpoint format exists; fp8q's:
+//   unpacked (default): MX along the input axis, as ct-mxfp8 but with the trainium3 rule:
+//     <module>.weight        F8_E4M3 (e4m3fn) [out, in]
+//     <module>.weight_scale  U8 E8M0 [out, ceil(in / 32)] (a partial last group)
+//   --pack wrapX | 1x32: the weight as the K x N operand of nc_matmul_mx (K = in, the
+//   contraction axis, N = out; the operand is W transposed), already in SBUF order:
+//     <module>.weight        F8_E4M3 [128, T, out, 4]  (T = ceil(in / 512); byte
+//                            ((p * T + t) * out + n) * 4 + c is partition p, K tile t,
+//                            column n, packed slot c: the float8_e4m3fn_x4 memory image)
+//     <module>.weight_scale  U8 [128, T, out]: group g of tile t in partition
+//                            scale_partition(g) (4 per 32-partition quadrant), others 0x00
+//   MX groups are the hardware's (8 partitions x 4 slots), which for wrapX are not 32
+//   consecutive K: each group is quantized over exactly the K indices it covers.
+// config.json: {"quant_method": "fp8q", "layout": "trn3-mx", "fmt": "e4m3fn",
+// "scale_fmt": "e8m0", "group_size": 32, "scale_rule": "trainium3", "packing": ...}.
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "fp8q/quant/scale_rules.hpp"
+#include "layouts/common.hpp"
+#include "layouts/registry.hpp"
+
+namespace fp8q::checkpoint::layouts {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+namespace t3 = fp8q::trn3;
+
+const Pow2ScaleTable& trainium3_table() {
+  static const Pow2ScaleTable t = mx_scale_table(kE4M3FN, MxScaleRule::kTrainium3);
+  return t;
+}
+
+// The packed operand as DequantView: logical W [N = out, K = in]; element (n, k) has the code
+// the on-chip image holds for K index k, column n, and the scale of MX group
+// mx_block_of_k(layout, k) (scales transposed to [N, groups]).
+DequantView packed_view(t3::KLayout layout, std::size_t n, std::size_t k, std::span<const std::uint8_t> onchip_codes,
+                        std::span<const std::uint8_t> onchip_scales) {
+  std::vector<std::uint8_t> kn(k * n);
+  t3::from_onchip_codes(layout, k, n, onchip_codes, kn);
+  const std::size_t groups = t3::mx_blocks(layout, k);
+  std::vector<std::uint8_t> compact(groups * n);
+  t3::from_onchip_scales(layout, k, n, onchip_scales, compact);
+  DequantView v;
+  v.element = FormatId::kE4M3FN;
+  v.rows = n;
+  v.cols = k;
+  v.codes.resize(n * k);
+  for (std::size_t kk = 0; kk < k; ++kk)
+    for (std::size_t nn = 0; nn < n; ++nn) v.codes[nn * k + kk] = kn[kk * n + nn];
+  v.mx = true;
+  v.groups_per_row = groups;
+  v.e8m0.resize(n * groups);
+  for (std::size_t g = 0; g < groups; ++g)
+    for (std::size_t nn = 0; nn < n; ++nn) v.e8m0[nn * groups + g] = compact[g * n + nn];
+  v.group_of_col.resize(k);
+  for (std::size_t kk = 0; kk < k; ++kk) v.group_of_col[kk] = static_cast<std::uint32_t>(t3::mx_block_of_k(layout, kk));
+  return v;
+}
+
+class Trn3Mx final : public Layout {
+ public:
+  std::string_view name() const override { return "trn3-mx"; }
+  std::string_view summary() const override {
+    return "Trainium3 MXFP8: e4m3fn weight, U8 E8M0 scales (trainium3 rule); optionally packed x4 (wrapX / 1x32)";
+  }
+  void check_options(const LayoutOptions& o) const override {
+    if (o.strategy) throw std::invalid_argument("trn3-mx always uses MX groups of 32; --strategy does not apply");
+  }
+  std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
+    const std::uint64_t out = w.shape[0], in = w.shape[1];
+    if (!o.pack)
+      return {{w.module + ".weight", DType::kF8_E4M3, w.shape}, {w.module + ".weight_scale", DType::kU8, {out, (in + 31) / 32}}};
+    const std::uint64_t t = t3::k_tiles(in);
+    return {{w.module + ".weight", DType::kF8_E4M3, {t3::kPartitions, t, out, t3::kPacked}},
+            {w.module + ".weight_scale", DType::kU8, {t3::kPartitions, t, out}}};
+  }
+  QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
+    const std::size_t rows = w.shape[0], cols = w.shape[1];
+    const Format& from = source_format(w.dtype);
+    const auto specs = plan(w, o);
+    QuantizedWeight out;
+    if (!o.pack) {
+      MxQuantized q = quantize_mx(w.data, from, rows, cols, trainium3_table(), o.threads);
+      out.tensors.push_back({specs[0], to_bytes(q.codes)});
+      out.tensors.push_back({specs[1], to_bytes(q.scales)});
+      out.view = mx_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), std::move(q.scales));
+      return out;
+    }
+    // Each row n of W, permuted into on-chip order: position j = 512 t + 4 p + c holds
+    // W[n, k_position(layout, t, p, c).k] (0 past K). Then 32 consecutive positions are one
+    // hardware MX group (j / 32 = 16 t + p / 8), so plain MX over the permuted rows quantizes
+    // each group over exactly its own K indices; zero padding never raises an amax.
+    const t3::KLayout layout = *o.pack;
+    const std::size_t tiles = t3::k_tiles(cols), width = tiles * t3::kTileK, esz = from.storage_bytes();
+    std::vector<std::byte> permuted(rows * width * esz, std::byte{0});
+    std::vector<std::size_t> src(width, SIZE_MAX);  // K index of each position (SIZE_MAX: padding)
+    for (std::size_t t = 0; t < tiles; ++t)
+      for (std::size_t p = 0; p < t3::kPartitions; ++p)
+        for (std::size_t c = 0; c < t3::kPacked; ++c) {
+          const std::size_t k = t3::k_position(layout, t, p, c).k;
+          if (k < cols) src[t * t3::kTileK + p * t3::kPacked + c] = k;
+        }
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < width; ++j)
+        if (src[j] != SIZE_MAX) std::memcpy(&permuted[(r * width + j) * esz], &w.data[(r * cols + src[j]) * esz], esz);
+    MxQuantized q = quantize_mx(permuted, from, rows, width, trainium3_table(), o.threads);
+    const std::size_t groups_per_row = width / 32;
+    std::vector<std::uint8_t> codes(t3::onchip_codes_size(cols, rows)), scales(t3::onchip_scales_size(cols, rows), t3::kUnusedScale);
+    for (std::size_t p = 0; p < t3::kPartitions; ++p)
+      for (std::size_t t = 0; t < tiles; ++t)
+        for (std::size_t n = 0; n < rows; ++n)
+          for (std::size_t c = 0; c < t3::kPacked; ++c)
+            {
+            const std::size_t j = t * t3::kTileK + p * t3::kPacked + c;  // a NaN group fills its padding too
+            codes[((p * tiles + t) * rows + n) * t3::kPacked + c] = src[j] == SIZE_MAX ? t3::kPadCode : q.codes[n * width + j];
+          }
+    const std::size_t live = t3::mx_blocks(layout, cols);  // groups that hold a real K index
+    for (std::size_t b = 0; b < live; ++b) {
+      const std::size_t t = b / t3::kBlocksPerTile, part = t3::scale_partition(b % t3::kBlocksPerTile);
+      for (std::size_t n = 0; n < rows; ++n) scales[(part * tiles + t) * rows + n] = q.scales[n * groups_per_row + b];
+    }
+    out.tensors.push_back({specs[0], to_bytes(codes)});
+    out.tensors.push_back({specs[1], to_bytes(scales)});
+    out.view = packed_view(layout, rows, cols, codes, scales);
+    return out;
+  }
+  DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
+                        const LayoutOptions& o) const override {
+    const std::size_t rows = shape[0], cols = shape[1];
+    WeightRef probe;
+    probe.module = module;
+    probe.shape = shape;
+    const auto specs = plan(probe, o);
+    const StoredTensor q = require(lookup, specs[0].name, specs[0].dtype, specs[0].shape);
+    const StoredTensor s = require(lookup, specs[1].name, specs[1].dtype, specs[1].shape);
+    std::vector<std::uint8_t> codes(q.bytes.size()), scales(s.bytes.size());
+    std::memcpy(codes.data(), q.bytes.data(), codes.size());
+    std::memcpy(scales.data(), s.bytes.data(), scales.size());
+    if (!o.pack) return mx_view(FormatId::kE4M3FN, rows, cols, std::move(codes), std::move(scales));
+    try {
+      return packed_view(*o.pack, rows, cols, codes, scales);
+    } catch (const std::invalid_argument& e) {
+      throw FormatError("tensor \"" + specs[0].name + "\": " + e.what());
+    }
+  }
+  std::vector<std::string> companion_names(const std::string& module) const override {
+    return {module + ".weight_scale"};
+  }
+  std::string quantization_config(const ConfigContext& c) const override {
+    OJson j;
+    j["quant_method"] = "fp8q";
+    j["layout"] = "trn3-mx";
+    j["fmt"] = "e4m3fn";
+    j["scale_fmt"] = "e8m0";
+    j["group_size"] = 32;
+    j["scale_rule"] = "trainium3";
+    j["packing"] = c.options.pack ? std::string(t3::k_layout_name(*c.options.pack)) : std::string("none");
+    if (c.options.pack)
+      j["packed_shape"] = "weight [128, ceil(in/512), out, 4] float8_e4m3fn_x4 image; weight_scale [128, ceil(in/512), out]";
+    j["activation_scheme"] = "dynamic";
+    j["modules_to_not_convert"] = c.kept_linear_modules;
+    return j.dump();
+  }
+};
+
+}  // namespace
+
+const Layout& trn3_mx_layout() {
+  static const Trn3Mx layout;
+  return layout;
+}
+
+}  // namespace fp8q::checkpoint::layouts

@@ -1,0 +1,21 @@
+// What quantize and verify share: the safetensors metadata that records how a checkpoint
+// was quantized, so that verify reads the layout back from the output itself.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "fp8q/checkpoint/layout.hpp"
+
+namespace fp8q::checkpoint::pipeline {
+
+inline constexpr std::string_view kMetaLayout = "fp8q.layout";
+inline constexpr std::string_view kMetaStrategy = "fp8q.strategy";
+inline constexpr std::string_view kMetaPack = "fp8q.pack";
+
+std::map<std::string, std::string> shard_metadata(const Layout& layout, const LayoutOptions& options);
+// Throws FormatError for a value that is not a strategy / packing.
+LayoutOptions options_from_metadata(const std::map<std::string, std::string>& metadata);
+
+}  // namespace fp8q::checkpoint::pipeline

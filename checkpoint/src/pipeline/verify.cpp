@@ -1,0 +1,88 @@
+// verify_checkpoint(): OUT_DIR dequantized and compared with IN (pipeline.hpp).
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "fp8q/checkpoint/pipeline.hpp"
+#include "pipeline/shared.hpp"
+#include "safetensors/text.hpp"
+
+namespace fp8q::checkpoint {
+using detail::quote;
+
+VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::filesystem::path& in, int threads) {
+  const auto start = std::chrono::steady_clock::now();
+  if (threads < 1) throw PipelineError("--threads: must be at least 1, got " + std::to_string(threads));
+  const Model out = Model::open(out_dir);
+  const Model src = Model::open(in);
+  VerifyResult r;
+  const auto& meta = out.shards().front().metadata();
+  const auto it = meta.find(std::string(pipeline::kMetaLayout));
+  if (it == meta.end())
+    throw PipelineError(out.shards().front().path().string() + ": __metadata__ has no " +
+                        std::string(pipeline::kMetaLayout) + " (not written by fp8q quantize)");
+  const Layout* layout = layout_named(it->second);
+  if (layout == nullptr) throw PipelineError("__metadata__ " + std::string(pipeline::kMetaLayout) + " = " + quote(it->second) + " is not a layout");
+  r.layout = it->second;
+  LayoutOptions lo = pipeline::options_from_metadata(meta);
+  lo.threads = threads;
+
+  const TensorLookup lookup = [&](const std::string& name) -> StoredTensor {
+    const ModelTensor* t = out.find(name);
+    if (t == nullptr) return {};
+    return {t->info, out.bytes(*t)};
+  };
+  std::set<std::string> accounted;
+  for (const ModelTensor& t : src.tensors()) {
+    const TensorInfo& info = *t.info;
+    TensorReport rep;
+    rep.name = info.name;
+    rep.dtype = info.dtype;
+    rep.shape = info.shape;
+    rep.in_bytes = info.byte_size();
+    const bool weight2d = info.shape.size() == 2 && info.name.ends_with(".weight") &&
+                          (info.dtype == DType::kF32 || info.dtype == DType::kBF16 || info.dtype == DType::kF16);
+    const std::string module = weight2d ? info.name.substr(0, info.name.size() - 7) : std::string();
+    const auto companions = weight2d ? layout->companion_names(module) : std::vector<std::string>{};
+    if (weight2d && out.find(companions.front()) != nullptr) {
+      rep.quantized = true;
+      try {
+        const DequantView v = layout->read_back(module, info.shape, lookup, lo);
+        rep.stats = measure_error(src.bytes(t), info.dtype, v, threads);
+      } catch (const FormatError& e) {
+        r.problems.push_back(std::string(e.what()));
+      } catch (const std::invalid_argument& e) {
+        r.problems.push_back("tensor " + quote(info.name) + ": " + e.what());
+      }
+      accounted.insert(info.name);
+      for (const auto& c : companions)
+        if (out.find(c) != nullptr) accounted.insert(c);
+    } else {
+      rep.reason = "kept";
+      const ModelTensor* o = out.find(info.name);
+      if (o == nullptr) {
+        r.problems.push_back("tensor " + quote(info.name) + " of the input is missing from the output");
+      } else if (o->info->dtype != info.dtype || o->info->shape != info.shape) {
+        r.problems.push_back("tensor " + quote(info.name) + " was not quantized but has changed dtype or shape");
+      } else {
+        const auto a = src.bytes(t), b = out.bytes(*o);
+        if (a.size() != b.size() || (!a.empty() && std::memcmp(a.data(), b.data(), a.size()) != 0))
+          r.problems.push_back("tensor " + quote(info.name) + " was not quantized but its bytes differ from the input");
+      }
+      accounted.insert(info.name);
+    }
+    r.summary.tensors++;
+    (rep.quantized ? r.summary.quantized : r.summary.kept)++;
+    r.summary.in_bytes += rep.in_bytes;
+    r.summary.stats.merge(rep.stats);
+    r.tensors.push_back(std::move(rep));
+  }
+  for (const ModelTensor& t : out.tensors())
+    if (accounted.count(t.info->name) == 0)
+      r.problems.push_back("tensor " + quote(t.info->name) + " of the output has no counterpart in the input");
+  r.summary.out_bytes = out.total_bytes();
+  r.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace fp8q::checkpoint

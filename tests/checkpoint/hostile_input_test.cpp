@@ -1,0 +1,187 @@
+// Hostile and malformed input to quantize_checkpoint(): each case throws an error whose
+// message names the problem (file, tensor, field or element), and leaves nothing behind:
+// no OUT_DIR, no staging directory, the input unchanged.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "quantize_test_util.hpp"
+
+namespace fp8q::checkpoint {
+namespace {
+
+using testing::ScratchDir;
+
+struct Hostile {
+  std::string name;
+  std::function<void(const std::filesystem::path& in)> make;  // builds the bad model dir `in`
+  std::string message;                                         // part of the error message
+  QuantizeCheckpointOptions options = {};
+};
+
+std::string valid_file_bytes() {
+  ScratchDir d;
+  testing::write_model_file(d / "m.safetensors", testing::small_model());
+  return testing::read_raw(d / "m.safetensors");
+}
+
+void model_dir_with(const std::filesystem::path& in, const std::string& safetensors) {
+  std::filesystem::create_directory(in);
+  testing::write_config(in);
+  testing::write_raw(in / "model.safetensors", safetensors);
+}
+
+std::vector<Hostile> cases() {
+  using testing::image;
+  using testing::image_with_data;
+  using testing::length_field;
+  std::vector<Hostile> c;
+  auto file = [](std::string bytes) { return [bytes](const std::filesystem::path& in) { model_dir_with(in, bytes); }; };
+  c.push_back({"header_length_beyond_file", file(length_field(1000) + "{}"), "beyond"});
+  c.push_back({"header_over_100MB", file(length_field(100'000'001) + std::string(64, ' ')), "100000000"});
+  c.push_back({"invalid_json", file(image(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]})", "abcd")), "JSON"});
+  c.push_back({"invalid_utf8", file(image_with_data("{\"w\xff\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4)), "UTF-8"});
+  c.push_back({"offsets_out_of_range", file(image_with_data(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 4)), "w"});
+  c.push_back({"offsets_overlap",
+               file(image_with_data(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12)),
+               "overlap"});
+  c.push_back({"offsets_gap",
+               file(image_with_data(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})", 12)),
+               "gap"});
+  c.push_back({"dtype_vs_bytes", file(image_with_data(R"({"w": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 8]}})", 8)), "w"});
+  c.push_back({"shape_overflow",
+               file(image_with_data(R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 16], "data_offsets": [0, 8]}})", 8)),
+               "overflow"});
+  c.push_back({"duplicate_names",
+               file(image_with_data(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, "w": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}})", 2)),
+               "duplicate"});
+  c.push_back({"index_outside_dir",
+               [](const std::filesystem::path& in) {
+                 std::filesystem::create_directory(in);
+                 testing::write_config(in);
+                 testing::write_model_file(in.parent_path() / "outside.safetensors", testing::small_model());
+                 std::ofstream(in / "model.safetensors.index.json")
+                     << R"({"weight_map": {"lm_head.weight": "../outside.safetensors"}})";
+               },
+               "../outside.safetensors"});
+  c.push_back({"index_link_outside_dir",
+               [](const std::filesystem::path& in) {
+                 std::filesystem::create_directory(in);
+                 testing::write_config(in);
+                 testing::write_model_file(in.parent_path() / "outside.safetensors", testing::small_model());
+                 std::filesystem::create_symlink(in.parent_path() / "outside.safetensors", in / "shard.safetensors");
+                 std::ofstream(in / "model.safetensors.index.json") << R"({"weight_map": {"lm_head.weight": "shard.safetensors"}})";
+               },
+               "outside the model directory"});
+  c.push_back({"index_names_missing_tensor",
+               [](const std::filesystem::path& in) {
+                 model_dir_with(in, valid_file_bytes());
+                 nlohmann::json idx;
+                 for (const auto& t : testing::small_model()) idx["weight_map"][t.name] = "model.safetensors";
+                 idx["weight_map"]["ghost.weight"] = "model.safetensors";
+                 std::ofstream(in / "model.safetensors.index.json") << idx.dump();
+               },
+               "ghost.weight"});
+  c.push_back({"index_duplicate_key",
+               [](const std::filesystem::path& in) {
+                 model_dir_with(in, valid_file_bytes());
+                 std::ofstream(in / "model.safetensors.index.json")
+                     << R"({"weight_map": {"a": "model.safetensors", "a": "model.safetensors"}})";
+               },
+               "twice"});
+  auto with_bad_value = [](float bad, std::size_t at) {
+    return [bad, at](const std::filesystem::path& in) {
+      auto model = testing::small_model();
+      auto& w = model[4];  // model.layers.0.mlp.gate_proj.weight, BF16 [300, 160]
+      ConvertOptions keep_inf;
+      keep_inf.overflow = Overflow::kInfOrNan;  // saturate (the default) would store -max, not -Inf
+      const auto code = static_cast<std::uint16_t>(encode_f32(bad, kBF16, keep_inf));
+      std::memcpy(w.bytes.data() + 2 * at, &code, 2);
+      std::filesystem::create_directory(in);
+      testing::write_config(in);
+      testing::write_model_file(in / "model.safetensors", model);
+    };
+  };
+  c.push_back({"nan_in_weight", with_bad_value(std::nanf(""), 1234), "element 1234 (row 7, column 114) is NaN"});
+  c.push_back({"inf_in_weight", with_bad_value(-INFINITY, 5), "element 5 (row 0, column 5) is -Inf"});
+  c.push_back({"config_not_json",
+               [](const std::filesystem::path& in) {
+                 model_dir_with(in, valid_file_bytes());
+                 std::ofstream(in / "config.json") << "{\"a\": ";
+               },
+               "config.json"});
+  for (auto& h : c) h.options.layout = "hf-fp8";
+  return c;
+}
+
+class HostileInput : public ::testing::TestWithParam<Hostile> {};
+
+TEST_P(HostileInput, ClearErrorAndNothingLeftBehind) {
+  const Hostile& h = GetParam();
+  ScratchDir dir;
+  h.make(dir / "in");
+  const auto before = dir.entries();
+  std::map<std::string, std::string> input;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir / "in"))
+    if (e.is_regular_file()) input[e.path().string()] = testing::read_raw(e.path());
+  try {
+    quantize_checkpoint(dir / "in", dir / "out", h.options);
+    FAIL() << "accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(h.message), std::string::npos) << e.what();
+  } catch (const PipelineError& e) {
+    EXPECT_NE(std::string(e.what()).find(h.message), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(dir.entries(), before);  // no OUT_DIR, no staging directory
+  for (const auto& [path, bytes] : input) EXPECT_EQ(testing::read_raw(path), bytes) << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, HostileInput, ::testing::ValuesIn(cases()),
+                         [](const auto& i) { return i.param.name; });
+
+TEST(HostileOptions, AllowNonfinitePassesNaNThrough) {
+  ScratchDir dir;
+  auto model = testing::small_model();
+  const auto nan = static_cast<std::uint16_t>(encode_f32(std::nanf(""), kBF16, {}));
+  std::memcpy(model[4].bytes.data() + 20, &nan, 2);
+  testing::write_model_file(dir / "m.safetensors", model);
+  QuantizeCheckpointOptions o;
+  o.layout = "hf-fp8";
+  o.allow_nonfinite = true;
+  const auto r = quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
+  EXPECT_GT(r.tensors[4].stats.nonfinite, 0u);
+}
+
+TEST(HostileOptions, ExistingOutputNeedsForceAndOverlapIsRefused) {
+  ScratchDir dir;
+  std::filesystem::create_directory(dir / "in");
+  testing::write_model_file(dir / "in" / "model.safetensors", testing::small_model());
+  testing::write_config(dir / "in");
+  std::filesystem::create_directory(dir / "out");
+  testing::write_raw(dir / "out" / "keep.txt", "x");
+  QuantizeCheckpointOptions o;
+  o.layout = "hf-fp8";
+  EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "out", o), PipelineError);
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "keep.txt"));
+  o.force = true;
+  quantize_checkpoint(dir / "in", dir / "out", o);
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / "keep.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "model.safetensors"));
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"in", "out"}));
+  // OUT_DIR = IN, or inside it: refused even with --force
+  EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "in", o), PipelineError);
+  EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "in" / "sub", o), PipelineError);
+  EXPECT_TRUE(std::filesystem::exists(dir / "in" / "model.safetensors"));
+  o.layout = "nope";
+  EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "x", o), PipelineError);
+  o.layout = "hf-fp8";
+  o.layout_options.strategy = Strategy::kChannel;
+  EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "x", o), PipelineError);
+  o.layout_options.strategy.reset();
+  o.ignore = {"("};
+  EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "x", o), PipelineError);
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"in", "out"}));
+}
+
+}  // namespace
+}  // namespace fp8q::checkpoint

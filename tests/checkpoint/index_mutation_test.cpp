@@ -1,0 +1,95 @@
+// The index fuzz target's body (tests/fuzz/index_entry.hpp) over its seed corpus and 20000
+// deterministic mutations, so that every build (GCC included, no libFuzzer) checks that
+// parse_index() never crashes and rejects only with FormatError naming the file.
+// Mutations, 1 to 4 per input from a fixed-seed splitmix64 stream: bit flips, byte
+// overwrites, insertions and deletions, JSON tokens spliced in (quotes, braces, separators,
+// path pieces, huge and negative numbers, escapes), truncation and duplication of a slice.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "index_entry.hpp"
+
+namespace fp8q::checkpoint {
+namespace {
+
+struct SplitMix64 {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
+};
+
+std::vector<std::pair<std::string, std::string>> load_corpus() {
+  std::vector<std::pair<std::string, std::string>> seeds;
+  for (const auto& e : std::filesystem::directory_iterator(FP8Q_INDEX_CORPUS)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    seeds.emplace_back(e.path().filename().string(),
+                       std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  }
+  std::sort(seeds.begin(), seeds.end());
+  return seeds;
+}
+
+const char* const kTokens[] = {"\"",   "{",    "}",      "[",       "]",    ":",   ",",  "null", "true",
+                               "-1",   "1e3",  "18446744073709551616", "\"../x\"", "\"a/b\"", "\"\\u0000\"",
+                               "\"weight_map\"", "\"metadata\"", "\"total_size\"", "\xff", "\xc0\x80", "{}"};
+
+std::string mutate(std::string s, SplitMix64& rng) {
+  const int n = 1 + static_cast<int>(rng.below(4));
+  for (int i = 0; i < n; ++i) {
+    const std::size_t at = s.empty() ? 0 : rng.below(s.size());
+    switch (rng.below(7)) {
+      case 0: if (!s.empty()) s[at] = static_cast<char>(s[at] ^ (1 << rng.below(8))); break;
+      case 1: if (!s.empty()) s[at] = static_cast<char>(rng.below(256)); break;
+      case 2: s.insert(at, 1, static_cast<char>(rng.below(256))); break;
+      case 3: if (!s.empty()) s.erase(at, 1 + rng.below(4)); break;
+      case 4: s.insert(at, kTokens[rng.below(std::size(kTokens))]); break;
+      case 5: s.resize(at); break;
+      default: {
+        const std::size_t len = rng.below(16);
+        s.insert(at, s.substr(at, len));
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+TEST(IndexMutation, SeedsBehave) {
+  const auto seeds = load_corpus();
+  ASSERT_GE(seeds.size(), 4u);
+  for (const auto& [name, text] : seeds) {
+    SCOPED_TRACE(name);
+    const bool accepted = fuzz::index_one_input(text);
+    EXPECT_EQ(accepted, name != "escape_path") << "escape_path names a file outside the directory";
+  }
+}
+
+TEST(IndexMutation, TwentyThousandMutationsOnlyFormatErrors) {
+  const auto seeds = load_corpus();
+  SplitMix64 rng{0x1D3Eull};
+  std::size_t accepted = 0, rejected = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const auto& seed = seeds[rng.below(seeds.size())].second;
+    const std::string input = mutate(seed, rng);
+    try {
+      (fuzz::index_one_input(input) ? accepted : rejected)++;
+    } catch (const std::exception& e) {
+      FAIL() << "mutation " << i << ": " << e.what();
+    }
+  }
+  // Both outcomes occur: the mutations reach past the first check.
+  EXPECT_GT(accepted, 100u);
+  EXPECT_GT(rejected, 1000u);
+}
+
+}  // namespace
+}  // namespace fp8q::checkpoint

@@ -1,0 +1,379 @@
+// Each checkpoint layout end to end through quantize_checkpoint(): every output tensor's key,
+// dtype and shape as the layout's public definition gives them, config.json's
+// quantization_config, the stored codes dequantized here (from the raw bytes, not through the
+// layout's read_back) within the rounding bound, the scale rule of each layout recomputed
+// independently, kept tensors bit for bit, thread-count byte identity, sharding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "fp8q/quant/trainium3_layout.hpp"
+#include "quantize_test_util.hpp"
+
+namespace fp8q::checkpoint {
+namespace {
+
+using testing::HostTensor;
+using testing::ScratchDir;
+using Json = nlohmann::json;
+
+struct Case {
+  std::string name;  // test name
+  std::string layout;
+  std::optional<Strategy> strategy;
+  std::optional<trn3::KLayout> pack;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& i) { return i.param.name; }
+
+// Input value i of a stored tensor, as float.
+float value(const HostTensor& t, std::size_t i) {
+  const std::size_t w = dtype_bytes(t.dtype);
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, t.bytes.data() + i * w, w);
+  if (t.dtype == DType::kF32) return float_of(bits);
+  return decode_f32(bits, t.dtype == DType::kBF16 ? kBF16 : kF16);
+}
+
+float stored_scale(const Model& m, const std::string& name, std::size_t i) {
+  const ModelTensor* t = m.find(name);
+  const auto b = m.bytes(*t);
+  const std::size_t w = dtype_bytes(t->info->dtype);
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, b.data() + i * w, w);
+  switch (t->info->dtype) {
+    case DType::kF32: return float_of(bits);
+    case DType::kBF16: return decode_f32(bits, kBF16);
+    case DType::kF16: return decode_f32(bits, kF16);
+    case DType::kU8: return bits == 0 ? float_of(0x00400000u) : float_of(bits << 23);  // E8M0
+    default: throw std::logic_error("scale dtype");
+  }
+}
+
+int floor_log2(float a) {
+  int e;
+  std::frexp(a, &e);
+  return e - 1;
+}
+
+class LayoutTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    model_ = testing::small_model();
+    std::filesystem::create_directory(dir_ / "in");
+    testing::write_model_file(dir_ / "in" / "model.safetensors", model_);
+    testing::write_config(dir_ / "in");
+    std::ofstream(dir_ / "in" / "tokenizer.json") << "{\"t\": 1}";
+  }
+  QuantizeCheckpointOptions options(int threads = 1) const {
+    QuantizeCheckpointOptions o;
+    o.layout = GetParam().layout;
+    o.layout_options.strategy = GetParam().strategy;
+    o.layout_options.pack = GetParam().pack;
+    o.layout_options.threads = threads;
+    return o;
+  }
+  bool mx() const { return GetParam().layout == "ct-mxfp8" || GetParam().layout == "trn3-mx"; }
+  // Which weights the layout quantizes in small_model().
+  bool expect_quantized(const std::string& name) const {
+    static const std::set<std::string> linear = {
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+        "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.down_proj.weight"};
+    if (GetParam().layout == "ct-mxfp8" && name == "model.layers.0.mlp.down_proj.weight") return false;  // 300 % 32
+    return linear.count(name) != 0;
+  }
+
+  ScratchDir dir_;
+  std::vector<HostTensor> model_;
+};
+
+TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
+  const Case& c = GetParam();
+  const auto result = quantize_checkpoint(dir_ / "in", dir_ / "out", options());
+  const Model out = Model::open(dir_ / "out");
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "tokenizer.json"));
+  // Nothing else beside the output: the staging directory is gone.
+  EXPECT_EQ(dir_.entries(), (std::vector<std::string>{"in", "out"}));
+
+  std::set<std::string> expected_names;
+  const std::string scale_suffix = c.layout == "hf-fp8" ? ".weight_scale_inv" : ".weight_scale";
+  const Strategy strategy = c.strategy.value_or(c.layout == "hf-fp8" ? Strategy::kBlock : Strategy::kChannel);
+  for (const HostTensor& t : model_) {
+    SCOPED_TRACE(t.name);
+    if (!expect_quantized(t.name)) {
+      // kept: same name, dtype, shape and bytes
+      const ModelTensor* o = out.find(t.name);
+      ASSERT_NE(o, nullptr);
+      EXPECT_EQ(o->info->dtype, t.dtype);
+      EXPECT_EQ(o->info->shape, t.shape);
+      const auto b = out.bytes(*o);
+      ASSERT_EQ(b.size(), t.bytes.size());
+      EXPECT_EQ(std::memcmp(b.data(), t.bytes.data(), b.size()), 0);
+      expected_names.insert(t.name);
+      continue;
+    }
+    const std::size_t rows = t.shape[0], cols = t.shape[1];
+    const std::string module = t.name.substr(0, t.name.size() - 7);
+    const ModelTensor* q = out.find(t.name);
+    const ModelTensor* s = out.find(module + scale_suffix);
+    ASSERT_NE(q, nullptr);
+    ASSERT_NE(s, nullptr);
+    expected_names.insert(t.name);
+    expected_names.insert(module + scale_suffix);
+    EXPECT_EQ(q->info->dtype, DType::kF8_E4M3);
+    // ---- shapes and dtypes of the definition ----
+    std::vector<std::uint64_t> want_scale;
+    DType want_scale_dtype = DType::kF32;
+    const std::uint64_t tiles = (cols + 511) / 512;
+    if (mx()) {
+      want_scale_dtype = DType::kU8;
+      if (c.pack) {
+        EXPECT_EQ(q->info->shape, (std::vector<std::uint64_t>{128, tiles, rows, 4}));
+        want_scale = {128, tiles, rows};
+      } else {
+        EXPECT_EQ(q->info->shape, t.shape);
+        want_scale = {rows, (cols + 31) / 32};
+      }
+    } else {
+      EXPECT_EQ(q->info->shape, t.shape);
+      if (c.layout == "ct-fp8") want_scale_dtype = t.dtype;  // compressed-tensors: the weight's dtype
+      switch (strategy) {
+        case Strategy::kTensor: want_scale = {1}; break;
+        case Strategy::kChannel: want_scale = {rows, 1}; break;
+        case Strategy::kBlock: want_scale = {(rows + 127) / 128, (cols + 127) / 128}; break;
+      }
+    }
+    EXPECT_EQ(s->info->shape, want_scale);
+    EXPECT_EQ(s->info->dtype, want_scale_dtype);
+
+    // ---- dequantize from the raw bytes and bound the error; recompute the scale rule ----
+    const Format& elem = c.layout == "trn2" ? kE4M3 : kE4M3FN;
+    const auto codes = out.bytes(*q);
+    std::map<std::size_t, float> amax;  // per scale index
+    std::map<std::size_t, std::size_t> scale_index;
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t k = 0; k < cols; ++k) {
+        std::size_t code_at, si;
+        if (c.pack) {
+          const auto slot = trn3::onchip_slot(*c.pack, k);
+          code_at = ((slot.partition * tiles + slot.tile) * rows + r) * 4 + slot.slot;
+          const std::size_t g = trn3::mx_block_of_k(*c.pack, k) % 16;
+          si = (trn3::scale_partition(g) * tiles + slot.tile) * rows + r;
+        } else {
+          code_at = r * cols + k;
+          if (mx()) {
+            si = r * ((cols + 31) / 32) + k / 32;
+          } else {
+            si = strategy == Strategy::kTensor ? 0 : strategy == Strategy::kChannel ? r : (r / 128) * ((cols + 127) / 128) + k / 128;
+          }
+        }
+        const float x = value(t, r * cols + k);
+        const float sc = stored_scale(out, module + scale_suffix, si);
+        const float xh = decode_f32(std::to_integer<unsigned>(codes[code_at]), elem) * sc;
+        const double bound = std::ldexp(std::fabs(x), -4) + std::ldexp(sc, -10) + 1e-6 * std::fabs(x);
+        ASSERT_LE(std::fabs(static_cast<double>(x) - xh), bound) << "row " << r << " col " << k;
+        amax[si] = std::max(amax[si], std::fabs(x));
+      }
+    for (const auto& [si, a] : amax) {
+      const float sc = stored_scale(out, module + scale_suffix, si);
+      if (c.layout == "hf-fp8" || c.layout == "trn2") {
+        const double max = c.layout == "trn2" ? 240.0 : 448.0;
+        EXPECT_EQ(sc, static_cast<float>(a / max)) << "scale " << si;  // fp32(amax / max)
+      } else if (c.layout == "ct-fp8") {
+        // the smallest value of the weight's dtype >= amax / 448
+        EXPECT_GE(static_cast<double>(sc), a / 448.0 * (1 - 1e-7));
+        const Format& f = t.dtype == DType::kF32 ? kF32 : t.dtype == DType::kBF16 ? kBF16 : kF16;
+        EXPECT_EQ(decode_f32(encode_f32(sc, f), f), sc) << "scale is exact in the dtype";
+        if (t.dtype != DType::kF32) {
+          const std::uint64_t below = encode_f32(sc, f) - 1;
+          EXPECT_LT(static_cast<double>(decode_f32(below, f)), a / 448.0);
+        }
+      } else if (c.layout == "ct-mxfp8") {
+        // compressed-tensors: amax rounded to a power of two (up from 1.75 * 2^k), minus 8
+        int k = floor_log2(a);
+        if (a / std::ldexp(1.0, k) >= 1.75) ++k;
+        EXPECT_EQ(sc, std::ldexp(1.0f, k - 8)) << "group " << si;
+      } else {
+        EXPECT_EQ(sc, std::ldexp(1.0f, floor_log2(a) - 7)) << "group " << si;  // trainium3 rule
+      }
+    }
+  }
+  std::set<std::string> got;
+  for (const auto& t : out.tensors()) got.insert(t.info->name);
+  EXPECT_EQ(got, expected_names);
+
+  // ---- the report ----
+  for (const auto& r : result.tensors) {
+    EXPECT_EQ(r.quantized, expect_quantized(r.name)) << r.name;
+    if (r.quantized) {
+      EXPECT_GT(r.stats.sqnr_db(), 25.0) << r.name;
+      EXPECT_EQ(r.stats.saturated, 0u) << r.name;
+    }
+  }
+  const auto v = verify_checkpoint(dir_ / "out", dir_ / "in", 2);
+  EXPECT_TRUE(v.problems.empty()) << (v.problems.empty() ? "" : v.problems.front());
+  EXPECT_EQ(v.layout, c.layout);
+  EXPECT_EQ(v.summary.quantized, result.summary.quantized);
+  EXPECT_EQ(v.summary.stats.sum_sq_error, result.summary.stats.sum_sq_error);
+
+  // ---- config.json ----
+  const Json config = Json::parse(testing::read_raw(dir_ / "out" / "config.json"));
+  EXPECT_EQ(config["architectures"][0], "LlamaForCausalLM");  // the input's config kept
+  const Json& qc = config["quantization_config"];
+  std::vector<std::string> kept_linear = {"lm_head", "model.layers.0.mlp.gate"};
+  if (c.layout == "ct-mxfp8") kept_linear.insert(kept_linear.begin() + 1, "model.layers.0.mlp.down_proj");
+  if (c.layout == "hf-fp8") {
+    EXPECT_EQ(qc["quant_method"], "fp8");
+    EXPECT_EQ(qc["fmt"], "e4m3");
+    EXPECT_EQ(qc["activation_scheme"], "dynamic");
+    EXPECT_EQ(qc["weight_block_size"], Json::array({128, 128}));
+    EXPECT_EQ(qc["modules_to_not_convert"].get<std::vector<std::string>>(), kept_linear);
+  } else if (c.layout.starts_with("ct-")) {
+    const std::string format = c.layout == "ct-fp8" ? "float-quantized" : "mxfp8-quantized";
+    EXPECT_EQ(qc["quant_method"], "compressed-tensors");
+    EXPECT_EQ(qc["format"], format);
+    EXPECT_EQ(qc["quantization_status"], "compressed");
+    EXPECT_EQ(qc["ignore"].get<std::vector<std::string>>(), kept_linear);
+    const Json& g = qc["config_groups"]["group_0"];
+    EXPECT_EQ(g["targets"], Json::array({"Linear"}));
+    EXPECT_EQ(g["format"], format);
+    const Json& w = g["weights"];
+    EXPECT_EQ(w["num_bits"], 8);
+    EXPECT_EQ(w["type"], "float");
+    EXPECT_EQ(w["symmetric"], true);
+    EXPECT_EQ(w["dynamic"], false);
+    if (c.layout == "ct-mxfp8") {
+      EXPECT_EQ(w["strategy"], "group");
+      EXPECT_EQ(w["group_size"], 32);
+      EXPECT_EQ(w["scale_dtype"], "torch.uint8");
+    } else {
+      EXPECT_EQ(w["strategy"], std::string(strategy_name(strategy)));
+      if (strategy == Strategy::kBlock) EXPECT_EQ(w["block_structure"], Json::array({128, 128}));
+      else EXPECT_TRUE(w["block_structure"].is_null());
+      EXPECT_EQ(g["input_activations"]["dynamic"], true);
+    }
+  } else {
+    EXPECT_EQ(qc["quant_method"], "fp8q");
+    EXPECT_EQ(qc["layout"], c.layout);
+    EXPECT_EQ(qc["fmt"], c.layout == "trn2" ? "e4m3" : "e4m3fn");
+    if (c.layout == "trn2") EXPECT_EQ(qc["fp8_max"], 240);
+    if (c.layout == "trn3-mx") EXPECT_EQ(qc["packing"], c.pack ? std::string(trn3::k_layout_name(*c.pack)) : "none");
+  }
+  EXPECT_EQ(out.shards().front().metadata().at("fp8q.layout"), c.layout);
+}
+
+TEST_P(LayoutTest, SameBytesForAnyThreadCount) {
+  quantize_checkpoint(dir_ / "in", dir_ / "t1", options(1));
+  quantize_checkpoint(dir_ / "in", dir_ / "t3", options(3));
+  for (const char* f : {"model.safetensors", "config.json"})
+    EXPECT_EQ(testing::read_raw(dir_ / "t1" / f), testing::read_raw(dir_ / "t3" / f)) << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, LayoutTest,
+    ::testing::Values(Case{"hf_fp8", "hf-fp8", std::nullopt, std::nullopt},
+                      Case{"ct_fp8_tensor", "ct-fp8", Strategy::kTensor, std::nullopt},
+                      Case{"ct_fp8_channel", "ct-fp8", std::nullopt, std::nullopt},
+                      Case{"ct_fp8_block", "ct-fp8", Strategy::kBlock, std::nullopt},
+                      Case{"ct_mxfp8", "ct-mxfp8", std::nullopt, std::nullopt},
+                      Case{"trn2_channel", "trn2", std::nullopt, std::nullopt},
+                      Case{"trn2_block", "trn2", Strategy::kBlock, std::nullopt},
+                      Case{"trn3_mx", "trn3-mx", std::nullopt, std::nullopt},
+                      Case{"trn3_mx_wrapX", "trn3-mx", std::nullopt, trn3::KLayout::kWrapX},
+                      Case{"trn3_mx_1x32", "trn3-mx", std::nullopt, trn3::KLayout::k1x32}),
+    case_name);
+
+// ---- beyond one layout ----
+TEST(Pipeline, ShardsAsTheyFillWithAnIndex) {
+  ScratchDir dir;
+  std::filesystem::create_directory(dir / "in");
+  const auto model = testing::small_model();
+  // input: two shards with an index
+  std::vector<HostTensor> a(model.begin(), model.begin() + 5), b(model.begin() + 5, model.end());
+  testing::write_model_file(dir / "in" / "model-00001-of-00002.safetensors", a);
+  testing::write_model_file(dir / "in" / "model-00002-of-00002.safetensors", b);
+  Json index;
+  for (const auto& t : a) index["weight_map"][t.name] = "model-00001-of-00002.safetensors";
+  for (const auto& t : b) index["weight_map"][t.name] = "model-00002-of-00002.safetensors";
+  std::ofstream(dir / "in" / "model.safetensors.index.json") << index.dump();
+  testing::write_config(dir / "in");
+  QuantizeCheckpointOptions o;
+  o.layout = "hf-fp8";
+  o.max_shard_bytes = 40000;
+  const auto r = quantize_checkpoint(dir / "in", dir / "out", o);
+  const Model out = Model::open(dir / "out");
+  EXPECT_GT(out.shards().size(), 2u);
+  ASSERT_TRUE(out.index().has_value());
+  EXPECT_EQ(*out.index()->total_size, out.total_bytes());
+  // A shard holds at most 40000 data bytes, unless one tensor (with its scale) alone is larger.
+  for (const auto& s : out.shards())
+    if (s.tensors().size() > 2) EXPECT_LE(std::filesystem::file_size(s.path()), 40000u + 4096u) << s.path();
+  EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "in").problems.empty());
+  EXPECT_EQ(r.summary.quantized, 4u);
+}
+
+TEST(Pipeline, StaticInputScalesFromCalibrationData) {
+  ScratchDir dir;
+  std::filesystem::create_directory(dir / "in");
+  testing::write_model_file(dir / "in" / "model.safetensors", testing::small_model());
+  testing::write_config(dir / "in");
+  std::vector<HostTensor> samples;
+  for (const char* m : {"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.o_proj", "model.layers.0.mlp.gate_proj",
+                        "model.layers.0.mlp.down_proj"})
+    samples.push_back(testing::make_tensor(std::string(m) + ".input", DType::kF32, {8, 16}, testing::random_values(128, 42, 1.0f)));
+  testing::write_model_file(dir / "calib.safetensors", samples);
+  QuantizeCheckpointOptions o;
+  o.layout = "ct-fp8";
+  o.calib_data = dir / "calib.safetensors";
+  o.calib_method = "max";
+  quantize_checkpoint(dir / "in", dir / "out", o);
+  const Model out = Model::open(dir / "out");
+  float amax = 0;
+  for (std::size_t i = 0; i < 128; ++i) amax = std::max(amax, std::fabs(value(samples[0], i)));
+  const ModelTensor* is = out.find("model.layers.0.self_attn.q_proj.input_scale");
+  ASSERT_NE(is, nullptr);
+  EXPECT_EQ(is->info->dtype, DType::kBF16);  // the weight's dtype
+  EXPECT_EQ(is->info->shape, (std::vector<std::uint64_t>{1}));
+  const float s = stored_scale(out, "model.layers.0.self_attn.q_proj.input_scale", 0);
+  EXPECT_GE(s, amax / 448.0f * (1 - 1e-6f));
+  EXPECT_LT(s, amax / 448.0f * 1.01f);
+  const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
+  EXPECT_EQ(qc["config_groups"]["group_0"]["input_activations"]["dynamic"], false);
+  EXPECT_EQ(qc["config_groups"]["group_0"]["input_activations"]["strategy"], "tensor");
+  EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "in").problems.empty());
+}
+
+TEST(Pipeline, IgnoreRegexAndBareFileInput) {
+  ScratchDir dir;
+  testing::write_model_file(dir / "m.safetensors", testing::small_model());
+  QuantizeCheckpointOptions o;
+  o.layout = "hf-fp8";
+  o.ignore = {"o_proj", "^model\\.layers\\.0\\.mlp\\.down"};
+  const auto r = quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
+  EXPECT_EQ(r.summary.quantized, 2u);
+  for (const auto& t : r.tensors)
+    if (t.name.find("o_proj") != std::string::npos) EXPECT_EQ(t.reason, "--ignore o_proj");
+  const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
+  EXPECT_EQ(qc["modules_to_not_convert"].size(), 4u);
+  EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "m.safetensors").problems.empty());
+}
+
+TEST(Pipeline, VerifyFindsATamperedTensor) {
+  ScratchDir dir;
+  testing::write_model_file(dir / "m.safetensors", testing::small_model());
+  QuantizeCheckpointOptions o;
+  o.layout = "ct-fp8";
+  quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
+  // Flip one byte of the data section of the output's last tensor (lm_head, kept).
+  std::string bytes = testing::read_raw(dir / "out" / "model.safetensors");
+  bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 0x40);
+  testing::write_raw(dir / "out" / "model.safetensors", bytes);
+  const auto v = verify_checkpoint(dir / "out", dir / "m.safetensors");
+  ASSERT_EQ(v.problems.size(), 1u);
+  EXPECT_NE(v.problems[0].find("bytes differ"), std::string::npos) << v.problems[0];
+}
+
+}  // namespace
+}  // namespace fp8q::checkpoint

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# fp8q quantize / verify / inspect: the checkpoint verbs' command-line contract. Each layout
+# quantizes a small model directory and verifies; --json is JSON; hostile input exits 2 with
+# a message naming the problem and leaves no output directory or staging directory; an
+# existing OUT_DIR needs --force; the input is never modified; --threads does not change a
+# byte. Usage: checkpoint_cli_test.sh PATH/TO/fp8q
+set -uo pipefail
+fp8q="$1"
+py=/usr/bin/python3
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+check() {  # check NAME EXPECTED_RC STDERR_REGEX -- command...
+  local name="$1" want_rc="$2" pattern="$3"
+  shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -eq "$want_rc" ] && { [ -z "$pattern" ] || grep -Eq -- "$pattern" "$tmp/err"; }; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $rc (want $want_rc), stderr: $(head -c 300 "$tmp/err")"
+  fi
+}
+expect() {  # expect NAME CONDITION...
+  local name="$1"
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+# Only the names the test expects in $tmp (no staging leftovers ".*.tmp.*").
+no_leftovers() { ! ls -A "$tmp" | grep -q '^\.'; }
+
+# A small BF16 model directory, written with the standard library only (values from a fixed seed).
+"$py" - "$tmp/model" <<'PY'
+import json, os, random, struct, sys
+d = sys.argv[1]; os.makedirs(d)
+rng = random.Random(7)
+def bf16(vals): return b"".join(struct.pack("<I", struct.unpack("<I", struct.pack("<f", v))[0])[2:] for v in vals)
+def tensor(shape, scale=0.05):
+    n = 1
+    for s in shape: n *= s
+    return bf16([rng.gauss(0, scale) for _ in range(n)])
+specs = [("model.embed_tokens.weight", [40, 64]), ("model.layers.0.input_layernorm.weight", [64]),
+         ("model.layers.0.self_attn.q_proj.weight", [64, 64]), ("model.layers.0.mlp.up_proj.weight", [160, 64]),
+         ("model.layers.0.mlp.down_proj.weight", [64, 160]), ("lm_head.weight", [40, 64])]
+header, blobs, off = {}, [], 0
+for name, shape in specs:
+    b = tensor(shape); header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [off, off + len(b)]}
+    off += len(b); blobs.append(b)
+h = json.dumps(header).encode(); h += b" " * (-len(h) % 8)
+with open(os.path.join(d, "model.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(h))); f.write(h); [f.write(b) for b in blobs]
+json.dump({"architectures": ["LlamaForCausalLM"]}, open(os.path.join(d, "config.json"), "w"))
+PY
+sum_before="$(cat "$tmp/model"/* | md5sum)"
+
+for verb in quantize verify inspect; do
+  check "$verb --help" 0 '' -- "$fp8q" "$verb" --help
+done
+for layout in hf-fp8 ct-fp8 ct-mxfp8 trn2 trn3-mx; do
+  check "quantize $layout" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-$layout" --layout "$layout"
+  expect "$layout report has SQNR" grep -q 'SQNR' "$tmp/out"
+  expect "$layout plain progress lines (not a terminal)" grep -q '^\[1/6\]' "$tmp/err"
+  check "verify $layout" 0 '' -- "$fp8q" verify "$tmp/q-$layout" --against "$tmp/model"
+  expect "verify $layout OK" grep -q 'verify: OK' "$tmp/out"
+done
+check "quantize --json" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-json" --layout ct-fp8 --strategy block --json
+expect "--json parses" "$py" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["summary"]["quantized"] == 3, j["summary"]' "$tmp/out"
+check "inspect dir" 0 '' -- "$fp8q" inspect "$tmp/q-hf-fp8"
+expect "inspect lists weight_scale_inv" grep -q 'weight_scale_inv' "$tmp/out"
+expect "inspect shows quant_method" grep -q '"quant_method": "fp8"' "$tmp/out"
+check "inspect --json file" 0 '' -- "$fp8q" inspect "$tmp/model/model.safetensors" --json
+expect "inspect --json parses" "$py" -c 'import json,sys; assert len(json.load(open(sys.argv[1]))["tensors"]) == 6' "$tmp/out"
+check "trn3-mx --pack wrapX" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-wrapx" --layout trn3-mx --pack wrapX
+check "verify wrapX" 0 '' -- "$fp8q" verify "$tmp/q-wrapx" --against "$tmp/model"
+
+# thread count: the same bytes
+check "threads 1" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/t1" --layout hf-fp8 --threads 1
+check "threads 3" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/t3" --layout hf-fp8 --threads 3
+expect "same bytes for 1 and 3 threads" cmp -s "$tmp/t1/model.safetensors" "$tmp/t3/model.safetensors"
+
+# existing OUT_DIR, options
+check "existing OUT_DIR" 2 'exists; --force' -- "$fp8q" quantize "$tmp/model" "$tmp/t1" --layout hf-fp8
+check "--force replaces" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/t1" --layout trn2 --force
+expect "--force wrote trn2" grep -q '"layout": "trn2"' "$tmp/t1/config.json"
+check "OUT_DIR is the input" 2 'overlaps the input' -- "$fp8q" quantize "$tmp/model" "$tmp/model" --layout hf-fp8 --force
+check "bad layout" 2 'not one of' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout fp4
+check "strategy on hf-fp8" 2 'hf-fp8 always' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout hf-fp8 --strategy tensor
+check "bad regex" 2 'regular expression' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout hf-fp8 --ignore '('
+check "calib on hf-fp8" 2 'input scales' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout hf-fp8 --calib-data "$tmp/model/model.safetensors"
+
+# hostile input: exit 2, a message, nothing left behind
+mkdir "$tmp/bad" && cp "$tmp/model/config.json" "$tmp/bad/"
+printf '\xe8\x03\x00\x00\x00\x00\x00\x00{}' > "$tmp/bad/model.safetensors"
+check "header beyond file" 2 'beyond' -- "$fp8q" quantize "$tmp/bad" "$tmp/x" --layout hf-fp8
+printf '{"weight_map": {"lm_head.weight": "../model/model.safetensors"}}' > "$tmp/bad/model.safetensors.index.json"
+check "index outside the directory" 2 'not a file name|outside' -- "$fp8q" quantize "$tmp/bad" "$tmp/x" --layout hf-fp8
+rm "$tmp/bad/model.safetensors.index.json"
+"$py" - "$tmp/model/model.safetensors" "$tmp/bad/model.safetensors" <<'PY'
+import struct, sys, json
+data = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", data[:8])[0]; h = json.loads(data[8:8 + n])
+b = 8 + n + h["model.layers.0.mlp.up_proj.weight"]["data_offsets"][0]
+data[b + 2 * 70: b + 2 * 70 + 2] = b"\xc0\x7f"  # element 70 = row 1, column 6: NaN
+open(sys.argv[2], "wb").write(data)
+PY
+check "NaN weight" 2 'model.layers.0.mlp.up_proj.weight.*element 70 \(row 1, column 6\) is NaN' -- "$fp8q" quantize "$tmp/bad" "$tmp/x" --layout hf-fp8
+check "--allow-nonfinite" 0 '' -- "$fp8q" quantize "$tmp/bad" "$tmp/x" --layout hf-fp8 --allow-nonfinite
+rm -rf "$tmp/x"
+mkdir "$tmp/other" && cp "$tmp/model/config.json" "$tmp/other/"
+"$py" -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[-1] ^= 1; open(sys.argv[2], "wb").write(d)' \
+  "$tmp/model/model.safetensors" "$tmp/other/model.safetensors"  # lm_head (kept) differs in one bit
+check "verify against another model" 1 '' -- "$fp8q" verify "$tmp/q-hf-fp8" --against "$tmp/other"
+expect "verify names the changed tensor" grep -q 'PROBLEM: tensor "lm_head.weight"' "$tmp/out"
+expect "no output or staging directory left" test ! -e "$tmp/x"
+expect "no leftovers" no_leftovers
+expect "input unchanged" test "$(cat "$tmp/model"/* | md5sum)" = "$sum_before"
+
+echo "checkpoint cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
