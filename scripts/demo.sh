@@ -1,10 +1,74 @@
 #!/usr/bin/env bash
-# The main job on the bundled example: installs what is missing, builds, and quantizes the
-# example activations (examples/activations.f32) to e4m3fn with a per-tensor scale, then
-# decodes them back and shows input, code and dequantized value side by side.
+# The main job on the bundled example (examples/digits/README.md): installs what is missing,
+# builds, quantizes the digits classifier (a BF16 Hugging Face-style model directory) into
+# every checkpoint layout with `fp8q quantize`, printing each report, then measures the
+# accuracy of the original and of each quantized model on the held-out test images and
+# prints one table. The quantized models are left in build/digits/ for `fp8q inspect` and
+# `fp8q verify`. (The element-format example is examples/quantize_activations.sh build/fp8q.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FP8Q_BUILD_DIR:-$root/build}"
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh"  # Eigen included: the example's forward pass
 "$root/scripts/build.sh" >/dev/null
-exec "$root/examples/quantize_activations.sh" "$build/fp8q"
+
+fp8q="$build/fp8q"
+evaluate="$build/fp8q-eval-digits"
+model="$root/examples/digits/model"
+test_set="$root/examples/digits/data/test.safetensors"
+calib="$root/examples/digits/data/calib.safetensors"
+out="$build/digits"
+mkdir -p "$out"
+
+# name | fp8q quantize options
+runs=(
+  "hf-fp8|--layout hf-fp8"
+  "ct-fp8 tensor|--layout ct-fp8 --strategy tensor"
+  "ct-fp8 channel|--layout ct-fp8 --strategy channel"
+  "ct-fp8 block|--layout ct-fp8 --strategy block"
+  "ct-fp8 tensor, static input scales|--layout ct-fp8 --strategy tensor --calib-data $calib"
+  "ct-mxfp8|--layout ct-mxfp8"
+  "trn2 channel|--layout trn2 --strategy channel"
+  "trn2 block|--layout trn2 --strategy block"
+  "trn3-mx|--layout trn3-mx"
+  "trn3-mx packed wrapX|--layout trn3-mx --pack wrapX"
+)
+
+rows=()
+bytes_of() { cat "$1"/*.safetensors | wc -c; }
+# "correct accuracy agree max|dlogit|" of a model, its predictions compared with the original's
+accuracy_of() {
+  "$evaluate" "$1" "$test_set" --reference "$model" |
+    awk '/^accuracy/ {c = $2; a = $4} /^agree/ {g = $2; d = $NF} END {print c, a, g, d}'
+}
+rows+=("original (BF16)|$(bytes_of "$model")|$(accuracy_of "$model")")
+
+echo "== The digits classifier: 64 -> 128 -> 64 -> 10 MLP, BF16, ${model#"$root"/}"
+echo
+if "$fp8q" quantize --help >/dev/null 2>&1; then
+  for run in "${runs[@]}"; do
+    name="${run%%|*}"
+    read -r -a options <<< "${run#*|}"
+    dir="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '-' | tr -s '-' | sed 's/-$//')"
+    echo "== fp8q quantize examples/digits/model ${dir#"$root"/} ${options[*]//"$root"\//}"
+    "$fp8q" quantize "$model" "$dir" "${options[@]}" --force
+    echo
+    rows+=("$name|$(bytes_of "$dir")|$(accuracy_of "$dir")")
+  done
+else
+  echo "(\`fp8q quantize\` is not in this build: only the original model is evaluated)"
+  echo
+fi
+
+echo "== Accuracy on the held-out test images (fp8q-eval-digits: each layout dequantized by its"
+echo "   public definition, forward pass in fp32; 'same' = predictions equal to the original's)"
+echo
+printf '%-36s %8s %9s %9s %9s %11s\n' "model" "bytes" "correct" "accuracy" "same" "max|dlogit|"
+for row in "${rows[@]}"; do
+  IFS='|' read -r name size acc <<< "$row"
+  read -r correct percent same dlogit <<< "$acc"
+  printf '%-36s %8s %9s %9s %9s %11.4f\n' "$name" "$size" "$correct" "$percent" "$same" "$dlogit"
+done
+echo
+rel="${out#"$root"/}"
+echo "Quantized models: $rel/  (try: ${build#"$root"/}/fp8q inspect $rel/hf-fp8;" \
+     "${build#"$root"/}/fp8q verify $rel/hf-fp8 --against examples/digits/model)"

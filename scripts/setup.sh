@@ -10,6 +10,8 @@ packages=(
   libbenchmark-dev                       # bench/ and `fp8q bench`
   libcli11-dev nlohmann-json3-dev        # the fp8q tool; nlohmann also parses safetensors headers
   libopenblas-dev                        # the sgemm/dgemm baselines of the GEMM benchmarks
+  libeigen3-dev                          # the bundled example's forward pass (examples/digits)
+  clang libclang-rt-14-dev               # libFuzzer (scripts/fuzz.sh)
 )
 
 missing=()
