@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fp_guard.hpp"
+#include "fp8q/numerics/fp_env.hpp"
 
 namespace fp8q::calib {
 namespace {
@@ -93,7 +93,7 @@ void MovingAverageAmaxObserver::merge(const MovingAverageAmaxObserver& o) {
 
 float MovingAverageAmaxObserver::amax() const {
   if (history_.empty()) return 0.0f;
-  detail::DefaultFpEnv env;
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   double m = history_[0];
   for (std::size_t t = 1; t < history_.size(); ++t) m += factor_ * (static_cast<double>(history_[t]) - m);
   return static_cast<float>(m);

@@ -11,7 +11,7 @@
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/parallel.hpp"
-#include "fp_guard.hpp"
+#include "fp8q/numerics/fp_env.hpp"
 #include "grid.hpp"
 
 namespace fp8q::calib {
@@ -95,7 +95,7 @@ std::vector<ChannelCalibration> run(std::span<const T> x, const CalibrationSpec&
     scale[c] = scale_from_amax(amax[c], target, spec.calibrator.scale);
   }
   std::vector<QuantError> err(l.channels);
-  detail::DefaultFpEnv env;
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   bool done = false;
   if constexpr (std::is_same_v<T, float>) {
     if (spec.granularity == Granularity::kTensor) {
@@ -137,7 +137,7 @@ QuantError quant_error(std::span<const float> x, float scale, const Format& targ
   const std::size_t blocks = (x.size() + kErrorBlock - 1) / kErrorBlock;
   std::vector<QuantError> part(blocks);
   parallel_chunks(blocks, threads, [&](std::size_t b0, std::size_t b1) {
-    detail::DefaultFpEnv env;
+    ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
     std::vector<std::uint8_t> codes;
     for (std::size_t b = b0; b < b1; ++b) {
       const std::size_t begin = b * kErrorBlock;
@@ -145,7 +145,7 @@ QuantError quant_error(std::span<const float> x, float scale, const Format& targ
     }
   });
   QuantError e;
-  detail::DefaultFpEnv env;
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   for (const auto& p : part) e.sum_sq_error += p.sum_sq_error, e.sum_sq_signal += p.sum_sq_signal, e.count += p.count;
   return e;
 }

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "fp_guard.hpp"
+#include "fp8q/numerics/fp_env.hpp"
 
 namespace fp8q::calib {
 namespace {
@@ -36,7 +36,7 @@ float percentile_amax(const HistogramObserver& h, double p) {
   const std::uint64_t n = h.count();
   if (n == 0) return 0.0f;
   if (p == 100.0) return h.amax();
-  detail::DefaultFpEnv env;
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   const double r = p / 100.0 * static_cast<double>(n);  // rank in (0, N)
   const std::vector<float> tail = h.tail();
   const auto t = static_cast<double>(tail.size());

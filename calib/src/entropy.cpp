@@ -14,7 +14,7 @@
 #include <limits>
 
 #include "fp8q/calib/calibrators.hpp"
-#include "fp_guard.hpp"
+#include "fp8q/numerics/fp_env.hpp"
 #include "grid.hpp"
 
 namespace fp8q::calib {
@@ -98,7 +98,7 @@ class KlModel {
 
 double entropy_divergence(const HistogramObserver& h, float threshold, const Format& target,
                           const AmaxScaleOptions& so) {
-  detail::DefaultFpEnv env;
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   return KlModel(h, target).kl(threshold, so);
 }
 
@@ -106,7 +106,7 @@ float entropy_amax(const HistogramObserver& h, const Format& target, const AmaxS
   (void)detail::grid_of(target);
   const float amax = h.amax();
   if (amax == 0.0f) return 0.0f;
-  detail::DefaultFpEnv env;
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   const KlModel model(h, target);
   // the amax first: no clipping; then every bin edge below it down to amax / 2^20 (at most
   // 2048 of them); ties keep the larger threshold

@@ -14,7 +14,7 @@
 
 #include "fp8q/calib/calibrators.hpp"
 #include "fp8q/numerics/convert.hpp"
-#include "fp_guard.hpp"
+#include "fp8q/numerics/fp_env.hpp"
 #include "mse_model.hpp"
 
 namespace fp8q::calib {
@@ -66,7 +66,7 @@ class Search {
 }  // namespace
 
 double histogram_mse(const HistogramObserver& h, float scale, const Format& target) {
-  detail::DefaultFpEnv env;
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   const detail::MseModel m(h, target);
   return h.count() ? m.sum_sq_error(scale) / static_cast<double>(h.count()) : 0.0;
 }
@@ -75,7 +75,7 @@ float mse_amax(const HistogramObserver& h, const Format& target, const AmaxScale
   (void)detail::grid_of(target);  // reject a target without a grid even on empty data
   const float amax = h.amax();
   if (amax == 0.0f) return 0.0f;
-  detail::DefaultFpEnv env;
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   const detail::MseModel model(h, target);
   Search search(model, target, so);
   const auto& grid = model.grid().value;

@@ -12,14 +12,9 @@
 namespace fp8q {
 namespace {
 
+using detail::load_code;
 using detail::parallel_pinned;
 using detail::row_grain;
-
-std::uint64_t load_code(const std::byte* p, int bytes) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, p, static_cast<std::size_t>(bytes));  // little-endian host (x86-64)
-  return v;
-}
 
 [[noreturn]] void throw_nan(std::size_t index, const Format& to) {
   throw NanError(index, "element " + std::to_string(index) + ": NaN has no encoding in " + std::string(to.name) +
@@ -84,14 +79,14 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
       nan = fn(in.data() + i0 * ib, out.data() + i0, c1 - c0, i0, params) && o.nan == NanPolicy::kError;
     } else {
       for (std::size_t i = i0; i < i0 + (c1 - c0); ++i) {
-        const Converted c = convert_one(load_code(in.data() + i * ib, static_cast<int>(ib)), from, to, o, i);
+        const Converted c = convert_one(load_code(in.data() + i * ib, ib), from, to, o, i);
         out[i] = static_cast<std::uint8_t>(c.code);
         nan = nan || (c.nan_unrepresentable && o.nan == NanPolicy::kError);
       }
     }
     if (!nan) return;
     for (std::size_t i = i0; i < i0 + (c1 - c0); ++i)
-      if (convert_one(load_code(in.data() + i * ib, static_cast<int>(ib)), from, to, o, i).nan_unrepresentable)
+      if (convert_one(load_code(in.data() + i * ib, ib), from, to, o, i).nan_unrepresentable)
         throw_nan(i, to);
   };
   parallel_pinned(
@@ -145,7 +140,7 @@ void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t r
     o.scale = m.multiplier[code];
     for (std::size_t i = i0; i < i1; ++i)
       out[i] = static_cast<std::uint8_t>(
-          convert_one(load_code(in.data() + i * ib, static_cast<int>(ib)), from, to, o, i).code);
+          convert_one(load_code(in.data() + i * ib, ib), from, to, o, i).code);
   };
   parallel_pinned(
       rows, bulk.threads,

@@ -19,11 +19,6 @@ using detail::narrow_kernel;
 using detail::parallel_pinned;
 using detail::source_of;
 
-std::uint64_t load_le(const std::byte* p, int bytes) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, p, static_cast<std::size_t>(bytes));  // little-endian host (x86-64)
-  return v;
-}
 void store_le(std::byte* p, std::uint64_t v, int bytes) { std::memcpy(p, &v, static_cast<std::size_t>(bytes)); }
 
 [[noreturn]] void throw_invalid_code(std::size_t index, std::uint64_t byte, const Format& from) {
@@ -42,7 +37,7 @@ std::string nan_message(std::size_t index, const Format& to) {
                                   const ConvertOptions& o, std::size_t begin, std::size_t end) {
   const int ib = from.storage_bytes();
   for (std::size_t i = begin; i < end; ++i)
-    if (convert_one(load_le(in.data() + i * ib, ib), from, to, o, i).nan_unrepresentable)
+    if (convert_one(detail::load_code(in.data() + i * ib, ib), from, to, o, i).nan_unrepresentable)
       throw NanError(i, nan_message(i, to));
   throw std::logic_error("fp8q: a kernel reported a NaN that the scalar path does not see");
 }
@@ -136,7 +131,7 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
   }
   parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      const std::uint64_t code = load_le(in.data() + i * ib, static_cast<int>(ib));
+      const std::uint64_t code = detail::load_code(in.data() + i * ib, ib);
       if (from.bits() < 64 && code >> from.bits() != 0) throw_invalid_code(i, code, from);  // fp6 / fp4
       const Converted r = convert_one(code, from, to, o, i);
       if (r.nan_unrepresentable && o.nan == NanPolicy::kError) throw NanError(i, nan_message(i, to));

@@ -21,15 +21,10 @@
 namespace fp8q {
 namespace {
 
+using detail::load_code;
 // Rows per band: a band's codes (kBandRows x cols bytes) stay in cache between the cast and the
 // transpose, and each row of qt receives kBandRows contiguous bytes per band.
 constexpr std::size_t kBandRows = 256;
-
-std::uint64_t load_code(const std::byte* p, std::size_t bytes) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, p, bytes);  // little-endian host (x86-64)
-  return v;
-}
 
 // Largest magnitude of n source elements as fp32 bits; 16-bit formats compare their own
 // patterns (magnitude order is pattern order, NaN patterns above Inf) and widen once. With the

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "fp8q/numerics/isa.hpp"
 #include "fp8q/numerics/parallel.hpp"
@@ -25,6 +27,13 @@ void parallel_pinned(std::size_t n, int threads, const Body& body, ChunkGrain gr
 
 // Rows as the unit of work: no thread gets fewer than ~16384 elements.
 inline ChunkGrain row_grain(std::size_t cols) { return {1, cols == 0 ? 16384 : (16384 + cols - 1) / cols}; }
+
+// One little-endian code of `bytes` bytes (x86-64 is little-endian); memcpy: p may be unaligned.
+inline std::uint64_t load_code(const std::byte* p, std::size_t bytes) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, bytes);
+  return v;
+}
 
 inline Source source_of(const Format& f) {
   return f == kF32 ? Source::kF32 : f == kBF16 ? Source::kBF16 : Source::kF16;

@@ -7,27 +7,8 @@
 set -uo pipefail
 fp8q="$1"
 py=/usr/bin/python3
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() {  # check NAME EXPECTED_RC STDERR_REGEX -- command...
-  local name="$1" want_rc="$2" pattern="$3"
-  shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -eq "$want_rc" ] && { [ -z "$pattern" ] || grep -Eq -- "$pattern" "$tmp/err"; }; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $rc (want $want_rc), stderr: $(head -c 300 "$tmp/err")"
-  fi
-}
-expect() {  # expect NAME CONDITION...
-  local name="$1"
-  shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
+# shellcheck source=check_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 # Only the names the test expects in $tmp (no staging leftovers ".*.tmp.*").
 no_leftovers() { ! ls -A "$tmp" | grep -q '^\.'; }
 

@@ -4,27 +4,8 @@
 # never overwritten; stdin/stdout work. Usage: cli_test.sh PATH/TO/fp8q
 set -uo pipefail
 fp8q="$1"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() {  # check NAME EXPECTED_RC STDERR_REGEX -- command...
-  local name="$1" want_rc="$2" pattern="$3"
-  shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -eq "$want_rc" ] && { [ -z "$pattern" ] || grep -Eq -- "$pattern" "$tmp/err"; }; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $rc (want $want_rc), stderr: $(head -c 300 "$tmp/err")"
-  fi
-}
-expect() {  # expect NAME CONDITION...
-  local name="$1"
-  shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
+# shellcheck source=check_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 
 printf '\x00\x00\x80\x3f\x00\x00\xe8\x43\x00\x80\xe8\x43\x00\x00\xc0\x7f' > "$tmp/x.f32"  # 1, 464, 465, NaN
 
@@ -102,5 +83,4 @@ check "calibrate bad method" 2 "--method: 'median' is not one of" -- "$fp8q" cal
 check "calibrate missing file" 2 'no-such' -- "$fp8q" calibrate "$tmp/no-such.safetensors" --method max --format e4m3fn
 check "calibrate not safetensors" 2 'x.f32' -- "$fp8q" calibrate "$tmp/x.f32" --method max --format e4m3fn
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+report

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fp8q matmul: the verb's contract (docs/drafts/kernels2.md). Inputs are built here with a
+# fp8q matmul: the verb's contract (docs/matmul.md). Inputs are built here with a
 # stdlib-only Python script; their values are small integers times powers of two, so every
 # accumulation model gives the exact product, which the script computes independently in
 # Python integers / fractions and compares with OUT's `d` (bf16 output: that value rounded
@@ -8,27 +8,8 @@
 set -uo pipefail
 fp8q="$1"
 py=/usr/bin/python3
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-check() {  # check NAME EXPECTED_RC STDERR_REGEX -- command...
-  local name="$1" want_rc="$2" pattern="$3"
-  shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -eq "$want_rc" ] && { [ -z "$pattern" ] || grep -Eq -- "$pattern" "$tmp/err"; }; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $rc (want $want_rc), stderr: $(head -c 400 "$tmp/err")"
-  fi
-}
-expect() {  # expect NAME CONDITION...
-  local name="$1"
-  shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
+# shellcheck source=check_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 
 cat > "$tmp/st.py" <<'PYEOF'
 # Builds matmul inputs (safetensors, stdlib only) and checks outputs against exact products.

@@ -61,7 +61,9 @@ void run(const BenchArgs& a) {
     for (const auto& b : c.baselines) {
       if (!by_name.count(b)) continue;
       const auto& base = by_name[b];
-      const double ratio = base.bytes_per_second > 0 ? m.bytes_per_second / base.bytes_per_second : 0.0;
+      const double ratio = base.bytes_per_second > 0   ? m.bytes_per_second / base.bytes_per_second
+                           : base.items_per_second > 0 ? m.items_per_second / base.items_per_second  // GEMMs: flops
+                                                       : 0.0;
       j["baselines"].push_back({{"name", b}, {"bytes_per_second", base.bytes_per_second}, {"ratio", ratio}});
       if (!a.json)
         std::printf("%s  %-32s %10.2f %8.2f\n", first ? "" : std::string(55, ' ').c_str(), b.c_str(),

@@ -30,15 +30,6 @@ struct CalibrateArgs {
   int margin = 0, threads = 1;
 };
 
-const Format* source_format(ck::DType d) {
-  switch (d) {
-    case ck::DType::kF32: return &kF32;
-    case ck::DType::kBF16: return &kBF16;
-    case ck::DType::kF16: return &kF16;
-    default: return nullptr;
-  }
-}
-
 // JSON has no Inf: an SQNR of +Inf (no error at all) is written as null.
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -91,7 +82,7 @@ void run(const CalibrateArgs& a) {
                 a.granularity.c_str(), "tensor", "amax", "scale_inv", "mse", "sqnr dB");
   bool any = false;
   for (const ck::TensorInfo& t : in.tensors()) {
-    const Format* from = source_format(t.dtype);
+    const Format* from = ck::floating_format(t.dtype);
     if (from == nullptr) continue;
     any = true;
     const MatrixShape m = matrix_shape(t.shape);

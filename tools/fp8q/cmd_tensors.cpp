@@ -21,15 +21,6 @@ namespace {
 
 namespace ck = fp8q::checkpoint;
 
-const Format* source_format(ck::DType d) {
-  switch (d) {
-    case ck::DType::kF32: return &kF32;
-    case ck::DType::kBF16: return &kBF16;
-    case ck::DType::kF16: return &kF16;
-    default: return nullptr;
-  }
-}
-
 ck::DType code_dtype(FormatId id) {
   if (id == FormatId::kE4M3FN) return ck::DType::kF8_E4M3;
   if (id == FormatId::kE5M2) return ck::DType::kF8_E5M2;
@@ -126,7 +117,7 @@ void run_quantize(const QuantizeArgs& a) {
     specs.push_back(std::move(s));
   };
   for (const ck::TensorInfo& t : in.tensors()) {
-    if (source_format(t.dtype) == nullptr) {
+    if (ck::floating_format(t.dtype) == nullptr) {
       declare({t.name, t.dtype, t.shape}, t.name);
       continue;
     }
@@ -151,7 +142,7 @@ void run_quantize(const QuantizeArgs& a) {
 
   ck::Writer out(a.out, specs, meta);
   for (const ck::TensorInfo& t : in.tensors()) {
-    const Format* from = source_format(t.dtype);
+    const Format* from = ck::floating_format(t.dtype);
     if (from == nullptr) {
       out.write(in.bytes(t));
       continue;
@@ -218,7 +209,7 @@ void run_dequantize(const DequantizeArgs& a) {
     if (c == nullptr || s == nullptr)
       throw UsageError(where + "tensor '" + name + "' or its scale '" + scale_name(name, mx) + "' is missing");
     const auto orig = ck::parse_dtype(value);
-    if (!orig || source_format(*orig) == nullptr)
+    if (!orig || ck::floating_format(*orig) == nullptr)
       throw UsageError(where + key + " = '" + value + "' is not F32, BF16 or F16");
     if (c->dtype != code_dtype(*elem))
       throw UsageError(where + "tensor '" + name + "' has dtype " + std::string(ck::dtype_name(c->dtype)) + ", " +
@@ -236,7 +227,7 @@ void run_dequantize(const DequantizeArgs& a) {
                                 : a.dtype == "f32" ? ck::DType::kF32
                                 : a.dtype == "bf16" ? ck::DType::kBF16
                                                     : ck::DType::kF16;
-    items[name] = {c, s, source_format(out_dtype), out_dtype, shape};
+    items[name] = {c, s, ck::floating_format(out_dtype), out_dtype, shape};
     consumed.insert(s->name);
   }
 

@@ -12,12 +12,9 @@
 namespace fp8q::checkpoint::layouts {
 
 const Format& source_format(DType d) {
-  switch (d) {
-    case DType::kF32: return kF32;
-    case DType::kBF16: return kBF16;
-    case DType::kF16: return kF16;
-    default: throw std::invalid_argument("dtype " + std::string(dtype_name(d)) + " is not F32, BF16 or F16");
-  }
+  const Format* f = floating_format(d);
+  if (f == nullptr) throw std::invalid_argument("dtype " + std::string(dtype_name(d)) + " is not F32, BF16 or F16");
+  return *f;
 }
 
 BlockGrid strategy_grid(Strategy s, std::size_t rows, std::size_t cols) {

@@ -57,4 +57,13 @@ std::uint64_t TensorInfo::numel() const {
   return *n;
 }
 
+const Format* floating_format(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return &kF32;
+    case DType::kBF16: return &kBF16;
+    case DType::kF16: return &kF16;
+    default: return nullptr;
+  }
+}
+
 }  // namespace fp8q::checkpoint

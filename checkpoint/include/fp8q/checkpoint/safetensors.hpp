@@ -29,6 +29,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8q/numerics/format.hpp"
+
 namespace fp8q::checkpoint {
 
 // ---- element types ----------------------------------------------------------------------------
@@ -46,6 +48,8 @@ inline constexpr std::size_t kDTypeCount = 16;
 std::optional<DType> parse_dtype(std::string_view name);
 std::string_view dtype_name(DType dtype);
 std::size_t dtype_bytes(DType dtype);
+// The fp8q format of a floating dtype that fp8q quantizes from (F32, BF16, F16); nullptr otherwise.
+const Format* floating_format(DType dtype);
 
 // ---- errors -----------------------------------------------------------------------------------
 // A file that is not a valid safetensors file. The message names the file, the tensor and
