@@ -1,8 +1,11 @@
 // GEMM cases: fp8q's quantized GEMM (e4m3fn x e4m3fn codes, per-tensor scales, fp32 out)
-// under fp32_sequential, against OpenBLAS sgemm on the same shape (fp32 operands already
-// decoded), measured in the same run. M = N = K, 1 and 2 threads.
+// under fp32_sequential, systolic:128 and Hopper's fused:32:13:rtz, against OpenBLAS sgemm on
+// the same shape (fp32 operands already decoded); MXFP8 (e4m3fn codes with E8M0 scales per 32 K
+// on both operands) under exact_block:32, against OpenBLAS dgemm (fp64 operands already decoded
+// and scaled). All measured in the same run. M = N = K, 1 and 2 threads.
 #include <cblas.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -19,6 +22,7 @@ struct Operands {
   std::vector<std::uint8_t> a, b;
   std::vector<float> fa, fb;
   float sa = 0.5f, sb = 0.25f;
+  std::vector<std::uint8_t> mx_a, mx_b;  // E8M0 codes near 2^0: A n x n/32, B n/32 x n
 };
 
 Operands make(std::size_t n) {
@@ -35,6 +39,9 @@ Operands make(std::size_t n) {
     o.a[i] = code(), o.b[i] = code();
     o.fa[i] = decode_f32(o.a[i], kE4M3FN), o.fb[i] = decode_f32(o.b[i], kE4M3FN);
   }
+  o.mx_a.resize(n * ((n + 31) / 32)), o.mx_b.resize(o.mx_a.size());
+  for (auto* v : {&o.mx_a, &o.mx_b})
+    for (auto& e : *v) e = static_cast<std::uint8_t>(127 - 8 + rng() % 17);
   return o;
 }
 
@@ -49,6 +56,39 @@ void fp8q_case(benchmark::State& state, std::size_t n, int threads, const Accumu
     benchmark::DoNotOptimize(d.data());
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));  // flops
+}
+
+void mx_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model) {
+  const Operands o = make(n);
+  std::vector<float> d(n * n);
+  const GemmArgs g{.m = n, .n = n, .k = n,
+                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .scaling = OperandScaling::kMx32, .mx_scale = o.mx_a},
+                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .scaling = OperandScaling::kMx32, .mx_scale = o.mx_b}};
+  for (auto _ : state) {
+    gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
+    benchmark::DoNotOptimize(d.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));
+}
+
+// The fp64 baseline of the MX GEMM: operands decoded and multiplied by their scales.
+void dgemm_case(benchmark::State& state, std::size_t n, int threads) {
+  const Operands o = make(n);
+  std::vector<double> a(n * n), b(n * n), d(n * n);
+  const std::size_t groups = (n + 31) / 32;
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t c = 0; c < n; ++c) {
+      a[r * n + c] = std::ldexp(static_cast<double>(o.fa[r * n + c]), o.mx_a[r * groups + c / 32] - 127);
+      b[r * n + c] = std::ldexp(static_cast<double>(o.fb[r * n + c]), o.mx_b[(r / 32) * n + c] - 127);
+    }
+  openblas_set_num_threads(threads);
+  const int ni = static_cast<int>(n);
+  for (auto _ : state) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0, a.data(), ni, b.data(), ni, 0.0, d.data(),
+                ni);
+    benchmark::DoNotOptimize(d.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));
 }
 
 void sgemm_case(benchmark::State& state, std::size_t n, int threads) {
@@ -75,6 +115,11 @@ void register_gemm() {
                [n, t](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::fp32_sequential()); });
       add_case("gemm/systolic128" + suffix, {"gemm/openblas_sgemm" + suffix},
                [n, t](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::systolic(128)); });
+      add_case("gemm/fused_hopper" + suffix, {"gemm/openblas_sgemm" + suffix},
+               [n, t](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::hopper()); });
+      add_case("gemm/openblas_dgemm" + suffix, {}, [n, t](benchmark::State& s) { dgemm_case(s, n, t); });
+      add_case("gemm/mxfp8_exact_block32" + suffix, {"gemm/openblas_dgemm" + suffix},
+               [n, t](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::exact_block(32)); });
     }
 }
 

@@ -1,5 +1,6 @@
 // The fast GEMM: decoded, packed operands and a register-blocked micro-kernel for the models
-// whose additions are plain fp32 ones (fp32_sequential, systolic), the reference elsewhere.
+// whose additions are plain fp32 ones (fp32_sequential, systolic); exact_block and fused run
+// their own paths (model_paths.hpp), other models the reference.
 //
 // Why it equals the reference bit for bit: each output's additions happen in k order in one
 // lane of one accumulator (the micro-kernel), an accumulator parked in memory between K
@@ -16,6 +17,7 @@
 #include "fp8q/numerics/isa.hpp"
 #include "fp8q/numerics/parallel.hpp"
 #include "isa/seq.hpp"
+#include "model_paths.hpp"
 #include "operands.hpp"
 #include "reference_rows.hpp"
 
@@ -128,7 +130,14 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, detail::SeqKernel kernel
     }
 }
 
+// exact_block and fused have their own fast paths (fast_exact_block.cpp, fast_fused.cpp).
+detail::ModelPath model_path(const GemmArgs& g, const GemmOptions& o) {
+  const detail::ModelPath p = detail::exact_block_path(g, o);
+  return p.rows != nullptr ? p : detail::fused_path(g, o);
+}
+
 void run(const GemmArgs& g, const GemmOptions& o, float* out) {
+  const detail::ModelPath other = model_path(g, o);
   const bool fast = vectorised(g, o);
   const detail::SeqKernel kernel = fast ? pick_kernel() : nullptr;
   // Work is split by panels of kMr rows; a thread gets at least ~4 M multiply-adds (a thread
@@ -142,6 +151,7 @@ void run(const GemmArgs& g, const GemmOptions& o, float* out) {
         const std::size_t m0 = pb * kMr, m1 = std::min(g.m, pe * kMr);
         if (m0 >= m1) return;
         if (fast) fast_rows(g, o, kernel, m0, m1, out + m0 * g.n);
+        else if (other.rows != nullptr) other.rows(g, o, m0, m1, out + m0 * g.n);
         else detail::reference_rows(g, o, m0, m1, out + m0 * g.n);
       },
       ChunkGrain{.align = 1, .min_per_thread = min_panels});
@@ -150,6 +160,7 @@ void run(const GemmArgs& g, const GemmOptions& o, float* out) {
 }  // namespace
 
 std::string_view gemm_path(const GemmArgs& g, const GemmOptions& o) {
+  if (const detail::ModelPath p = model_path(g, o); p.rows != nullptr) return p.isa;
   if (!vectorised(g, o)) return "reference";
   return pick_kernel() == detail::seq_kernel_generic() ? "generic" : "avx2";
 }

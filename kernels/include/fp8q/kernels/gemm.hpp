@@ -67,8 +67,9 @@ void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<
 void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
 
 // The fast path: equal to gemm_reference bit for bit, for every shape, thread count and ISA
-// (fp32_sequential and systolic on plain or block scaling have vectorised kernels; other
-// models run the reference, split across threads).
+// (fp32_sequential and systolic on plain or block scaling, exact_block on plain, block or MX
+// scaling with B dividing 32, and fused without MX have vectorised kernels; other models run
+// the reference, split across threads).
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<float> out);
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
 

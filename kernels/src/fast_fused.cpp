@@ -1,0 +1,213 @@
+// The fast fused:n:f:rtz|rne[:promoteP] GEMM (NVIDIA tensor cores; Hopper FP8 is fused:32:13:rtz):
+// operands decoded to fp32 with their model exponents, each step of n products computed by the
+// micro-kernel in integers (isa/fused.hpp), C carried from step to step in fp32.
+//
+// Structure of one output's K, as the reference walks it: segments (all of K, or 128-K blocks
+// under block scaling), each from +0; inside a segment, promotion periods of P products (or
+// one period), each restarting C from +0 and added into an fp32 accumulator when P is given;
+// inside a period, steps of n products from the period's start (the last may be shorter).
+//
+// Special values: the kernel sees NaN and Inf operands as zeros. A fused step with a NaN or
+// infinite product is NaN or infinite whatever its finite terms, that C carries the special
+// value to the end of the segment, and a promoted fp32 sum keeps it; so a segment's result is
+// the IEEE sum of its special products alone (NaN if any is NaN or both infinities occur,
+// otherwise that infinity) whenever it has one. The driver computes that sum from per-row and
+// per-column lists of special codes and replaces the segment's result with it.
+//
+// Equal to the reference bit for bit for every thread count: every output is computed by one
+// thread in the reference's order, host fp32 operations run under the IEEE default
+// environment, and the kernel's arithmetic is exact (fused.hpp).
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "aligned_buffer.hpp"
+#include "code_info.hpp"
+#include "fold.hpp"
+#include "fp8q/numerics/fp_env.hpp"
+#include "fp8q/numerics/isa.hpp"
+#include "isa/fused.hpp"
+#include "model_paths.hpp"
+#include "operands.hpp"
+
+namespace fp8q::detail {
+namespace {
+
+constexpr std::size_t kMr = kFuMr, kNr = kFuNr;
+// About kKc products per chunk (whole steps): a B panel of kKc x 16 (16 KiB + 4 KiB of
+// exponents) stays in L1, a kMc x kKc A block (20 KiB + 5 KiB) in L2, a kKc x kNc B block
+// (1.25 MiB) in L2/L3.
+constexpr std::size_t kKc = 256, kMc = 16 * kMr, kNc = 64 * kNr;
+
+FuKernel pick_kernel() {
+  if (active_isa() != Isa::kGeneric)
+    if (FuKernel k = fused_kernel_avx2()) return k;
+  return fused_kernel_generic();
+}
+
+// K indices of special (NaN, Inf) codes, per row of A and per column of B, in increasing order.
+struct Specials {
+  std::vector<std::vector<std::uint32_t>> rows, cols;  // rows[m - m0], cols[n]
+  bool any = false;
+};
+
+Specials find_specials(const GemmArgs& g, const std::array<CodeInfo, 256>& ia, const std::array<CodeInfo, 256>& ib,
+                       std::size_t m0, std::size_t m1) {
+  Specials s;
+  s.rows.resize(m1 - m0), s.cols.resize(g.n);
+  for (std::size_t m = m0; m < m1; ++m)
+    for (std::size_t k = 0; k < g.k; ++k)
+      if (ia[g.a.codes[m * g.k + k]].special) s.rows[m - m0].push_back(static_cast<std::uint32_t>(k)), s.any = true;
+  for (std::size_t k = 0; k < g.k; ++k)
+    for (std::size_t n = 0; n < g.n; ++n)
+      if (ib[g.b.codes[k * g.n + n]].special) s.cols[n].push_back(static_cast<std::uint32_t>(k)), s.any = true;
+  return s;
+}
+
+// The K indices of `list` in [k0, k1).
+std::pair<const std::uint32_t*, const std::uint32_t*> in_range(const std::vector<std::uint32_t>& list, std::size_t k0,
+                                                               std::size_t k1) {
+  const auto b = std::lower_bound(list.begin(), list.end(), k0), e = std::lower_bound(b, list.end(), k1);
+  return {list.data() + (b - list.begin()), list.data() + (e - list.begin())};
+}
+
+void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {
+  ScopedDefaultFpEnv env;
+  const FuKernel kernel = pick_kernel();
+  const auto ia = code_info(g.a.format), ib = code_info(g.b.format);
+  std::array<std::int8_t, 256> ea{}, eb{};
+  for (std::size_t c = 0; c < 256; ++c) {
+    ea[c] = ia[c].nonzero ? static_cast<std::int8_t>(ia[c].model_exp) : kFuZeroExp;
+    eb[c] = ib[c].nonzero ? static_cast<std::int8_t>(ib[c].model_exp) : kFuZeroExp;
+  }
+  auto value = [](const CodeInfo& c) { return c.special ? 0.0f : c.value; };  // specials: see above
+  const Specials specials = find_specials(g, ia, ib, m0, m1);
+
+  const std::size_t N = g.n, K = g.k, rows = m1 - m0, step = static_cast<std::size_t>(o.model.block);
+  const std::size_t seg = block_scaled(g) ? kScaleBlock : std::max<std::size_t>(K, 1);
+  const std::size_t steps_max = std::max<std::size_t>(1, kKc / step), kc_max = steps_max * step;
+  const std::size_t slots_max = steps_max * (step + step % 2);  // each step padded to an even length
+  const FuTile base{.frac_bits = o.model.frac_bits, .nearest_even = o.model.rounding == Rounding::kNearestEven};
+
+  std::vector<float> carry(rows * N), partial(rows * N);
+  AlignedBuffer<float> ap(kMc * slots_max), bp(kNc * slots_max);
+  AlignedBuffer<std::uint16_t> am(kMc * slots_max / 2);
+  AlignedBuffer<std::int8_t> bm(kNc * slots_max);
+  std::vector<std::uint32_t> len(steps_max);
+  std::vector<std::size_t> first_k(steps_max), first_slot(steps_max), real_len(steps_max);
+  std::fill(out, out + rows * N, 0.0f);
+  alignas(32) float tile[kMr * kNr];
+
+  for (std::size_t nc0 = 0; nc0 < N; nc0 += kNc) {
+    const std::size_t ncl = std::min(kNc, N - nc0), npanels = (ncl + kNr - 1) / kNr;
+    auto fill_cols = [&](std::vector<float>& v) {
+      for (std::size_t r = 0; r < rows; ++r) std::fill_n(&v[r * N + nc0], ncl, 0.0f);
+    };
+    for (std::size_t s0 = 0; s0 < K; s0 += seg) {
+      const std::size_t s1 = std::min(K, s0 + seg);
+      const std::size_t period = o.model.promote > 0 ? static_cast<std::size_t>(o.model.promote) : s1 - s0;
+      fill_cols(partial);
+      for (std::size_t p0 = s0; p0 < s1; p0 += period) {
+        const std::size_t p1 = std::min(s1, p0 + period);
+        fill_cols(carry);  // C = +0 at the start of a period
+        for (std::size_t kc0 = p0; kc0 < p1; kc0 += kc_max) {
+          const std::size_t kc = std::min(kc_max, p1 - kc0), nsteps = (kc + step - 1) / step;
+          std::size_t slots = 0;
+          for (std::size_t t = 0; t < nsteps; ++t) {
+            const std::size_t l = std::min(step, kc - t * step);
+            first_k[t] = kc0 + t * step, first_slot[t] = slots, real_len[t] = l;
+            len[t] = static_cast<std::uint32_t>(l + l % 2);
+            slots += len[t];
+          }
+          // B block: panel p holds columns nc0 + p*kNr .. +kNr, slot-major, zero padded
+          for (std::size_t p = 0; p < npanels; ++p)
+            for (std::size_t t = 0; t < nsteps; ++t)
+              for (std::size_t q = 0; q < len[t]; ++q) {
+                const std::size_t k = first_k[t] + q, at = (p * slots + first_slot[t] + q) * kNr;
+                const bool in_k = q < real_len[t];  // else a padding slot
+                for (std::size_t j = 0; j < kNr; ++j) {
+                  const std::size_t n = nc0 + p * kNr + j;
+                  const std::uint8_t code = in_k && n < nc0 + ncl ? g.b.codes[k * N + n] : 0;
+                  const bool real = in_k && n < nc0 + ncl;
+                  bp[at + j] = real ? value(ib[code]) : 0.0f;
+                  bm[at + j] = real ? eb[code] : kFuZeroExp;
+                }
+              }
+          for (std::size_t mc0 = m0; mc0 < m1; mc0 += kMc) {
+            const std::size_t mcl = std::min(kMc, m1 - mc0), mpanels = (mcl + kMr - 1) / kMr;
+            for (std::size_t p = 0; p < mpanels; ++p)
+              for (std::size_t t = 0; t < nsteps; ++t)
+                for (std::size_t q = 0; q < len[t]; ++q) {
+                  const std::size_t k = first_k[t] + q, slot = p * slots + first_slot[t] + q;
+                  const bool in_k = q < real_len[t];
+                  for (std::size_t i = 0; i < kMr; ++i) {
+                    const std::size_t m = mc0 + p * kMr + i;
+                    const bool real = in_k && m < mc0 + mcl;
+                    const std::uint8_t code = real ? g.a.codes[m * K + k] : 0;
+                    ap[slot * kMr + i] = real ? value(ia[code]) : 0.0f;
+                    // slots pair up (k, k + 1) inside a step: first_slot is even
+                    auto& pair = am[(slot / 2) * kMr + i];
+                    const auto e = static_cast<std::uint8_t>(real ? ea[code] : kFuZeroExp);
+                    pair = slot % 2 == 0 ? e : static_cast<std::uint16_t>((pair & 0xFF) | (e << 8));
+                  }
+                }
+            for (std::size_t jp = 0; jp < npanels; ++jp)
+              for (std::size_t ip = 0; ip < mpanels; ++ip) {
+                const std::size_t r0 = mc0 - m0 + ip * kMr, c0 = nc0 + jp * kNr;
+                const std::size_t mr = std::min(kMr, rows - r0), nr = std::min(kNr, N - c0);
+                FuTile t = base;
+                t.nsteps = nsteps, t.len = len.data();
+                t.ap = &ap[ip * slots * kMr], t.am = &am[ip * slots / 2 * kMr];
+                t.bp = &bp[jp * slots * kNr], t.bm = &bm[jp * slots * kNr];
+                float* dst = &carry[r0 * N + c0];
+                if (mr == kMr && nr == kNr) {  // a full tile works in place
+                  t.c = dst, t.ld = N;
+                  kernel(t);
+                  continue;
+                }
+                std::fill(tile, tile + kMr * kNr, 0.0f);  // an edge tile goes through a padded copy
+                for (std::size_t i = 0; i < mr; ++i) std::copy_n(dst + i * N, nr, &tile[i * kNr]);
+                t.c = tile, t.ld = kNr;
+                kernel(t);
+                for (std::size_t i = 0; i < mr; ++i) std::copy_n(&tile[i * kNr], nr, dst + i * N);
+              }
+          }
+        }
+        // the period is complete: C alone (no promotion), or added into the fp32 accumulator
+        for (std::size_t r = 0; r < rows; ++r)
+          for (std::size_t n = nc0; n < nc0 + ncl; ++n) {
+            float& d = partial[r * N + n];
+            d = o.model.promote > 0 ? d + carry[r * N + n] : carry[r * N + n];
+          }
+      }
+      if (specials.any)  // a segment with a special product is the IEEE sum of those products
+        for (std::size_t r = 0; r < rows; ++r) {
+          const std::size_t m = m0 + r;
+          const auto [ra, re] = in_range(specials.rows[r], s0, s1);
+          for (std::size_t n = nc0; n < nc0 + ncl; ++n) {
+            const auto [ca, ce] = in_range(specials.cols[n], s0, s1);
+            if (ra == re && ca == ce) continue;
+            float sp = 0.0f;
+            for (const std::uint32_t* k = ra; k != re; ++k) sp = sp + ia[g.a.codes[m * K + *k]].value * ib[g.b.codes[*k * N + n]].value;
+            for (const std::uint32_t* k = ca; k != ce; ++k) sp = sp + ia[g.a.codes[m * K + *k]].value * ib[g.b.codes[*k * N + n]].value;
+            partial[r * N + n] = sp;
+          }
+        }
+      fold_segment(g, m0, rows, nc0, nc0 + ncl, s0 / seg, partial.data(), out);
+    }
+  }
+  epilogue_rows(g, m0, rows, out);
+}
+
+}  // namespace
+
+ModelPath fused_path(const GemmArgs& g, const GemmOptions& o) {
+  if (o.model.kind != AccumKind::kFused || mx_scaled(g)) return {};
+  // a step's integer sum: (n + 1) terms below 2^(f + 2) each must fit an int32
+  const auto n = static_cast<std::uint64_t>(o.model.block);
+  if ((n + 1) << (o.model.frac_bits + 2) > (std::uint64_t{1} << 31)) return {};
+  const bool avx2 = pick_kernel() != fused_kernel_generic();
+  return {.rows = &rows_impl, .isa = avx2 ? "avx2" : "generic"};
+}
+
+}  // namespace fp8q::detail

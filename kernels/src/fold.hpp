@@ -1,0 +1,48 @@
+// Internal: the last steps of gemm.hpp's definition, on rows of a fast path's fp32 results, in
+// host fp32 arithmetic (the caller holds ScopedDefaultFpEnv, so each operation is the correctly
+// rounded one the reference computes in integers). Not installed.
+#pragma once
+
+#include <cstddef>
+
+#include "operands.hpp"
+
+namespace fp8q::detail {
+
+// A finished segment's partial sums p (the model over K, or over 128-K block j under block
+// scaling) folded into out, for rows [m0, m0 + rows) and columns [n0, n1):
+//   block scaling: out = fp32(out + fp32(p * fp32(scale_inv_a[m, j] * scale_inv_b[j, n / 128])))
+//   otherwise:     out = fp32(out + p)  (one segment: +0 + p = p; p is never -0)
+// partial and out are row-major with N = g.n columns, row 0 = m0.
+inline void fold_segment(const GemmArgs& g, std::size_t m0, std::size_t rows, std::size_t n0, std::size_t n1,
+                         std::size_t j, const float* partial, float* out) {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t n = n0; n < n1; ++n) {
+      const float p = partial[r * g.n + n];
+      float& d = out[r * g.n + n];
+      if (block_scaled(g)) {
+        const float s = block_scale_a(g, m0 + r, j) * block_scale_b(g, j, n);
+        d = d + p * s;
+      } else {
+        d = d + p;
+      }
+    }
+}
+
+// Plain scales, C, bias and the canonical NaN, for rows [m0, m0 + rows).
+inline void epilogue_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, float* out) {
+  // without plain scales the factor is 1 * 1 and d * 1 = d: skipped
+  auto plain = [](OperandScaling s) { return s == OperandScaling::kTensor || s == OperandScaling::kPerRow; };
+  const bool scaled = plain(g.a.scaling) || plain(g.b.scaling);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t n = 0; n < g.n; ++n) {
+      const std::size_t m = m0 + r;
+      float d = out[r * g.n + n];
+      if (scaled) d = d * (plain_scale_a(g, m) * plain_scale_b(g, n));
+      if (!g.c.empty()) d = d + g.c[m * g.n + n];
+      if (!g.bias.empty()) d = d + g.bias[n];
+      out[r * g.n + n] = d != d ? canonical(d) : d;  // canonical NaN (the call only for NaNs)
+    }
+}
+
+}  // namespace fp8q::detail

@@ -1,0 +1,27 @@
+// Internal: the fast paths of the models whose sums are not plain fp32 additions
+// (exact_block, fused), for the dispatch in fast_gemm.cpp. Not installed.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "fp8q/kernels/gemm.hpp"
+
+namespace fp8q::detail {
+
+// Rows [m0, m1) of the fp32 result (canonical NaN, before any bf16 conversion) into
+// out[(m - m0) * N + n], equal to reference_rows bit for bit. Arguments have passed check_gemm.
+using RowsFn = void (*)(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out);
+
+struct ModelPath {
+  RowsFn rows = nullptr;   // nullptr: no fast path for these arguments
+  std::string_view isa{};  // "avx2" or "generic"
+};
+
+// exact_block:B on plain, block-128 or MX scaling (MX: B divides 32, not dequantized to bf16).
+ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o);
+// fused:n:f:rtz|rne[:promoteP] on plain or block-128 scaling (not MX), when a step's integer
+// sum fits 31 bits: (n + 1) * 2^(f + 2) <= 2^31.
+ModelPath fused_path(const GemmArgs& g, const GemmOptions& o);
+
+}  // namespace fp8q::detail
