@@ -1,6 +1,7 @@
 #include "fp8q/checkpoint/error_stats.hpp"
 
 #include <array>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -43,7 +44,7 @@ struct Source {
       case DType::kBF16: {
         std::uint16_t b;
         std::memcpy(&b, data + 2 * i, 2);
-        return float_of(static_cast<std::uint32_t>(b) << 16);
+        return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
       }
       default: {
         static const std::vector<float> f16 = [] {
@@ -80,34 +81,45 @@ ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const
   const std::size_t chunks = (v.rows + chunk_rows - 1) / chunk_rows;
   std::vector<ErrorStats> partial(chunks);
   // One stretch [c0, c1) of row r with one multiplier s (MX: per group). Four independent
-  // partial sums per quantity (element c goes to partial c % 4, combined in a fixed order
-  // at the end of the stretch), so the additions are not one long dependency chain; the
-  // order is fixed by the layout, not by the thread count.
+  // partial sums per quantity (elements c0 + 4j + k go to partial k, the tail to partial 0,
+  // combined in a fixed order at the end of the stretch), kept in registers, so the additions
+  // are not one long dependency chain; the order is fixed by the layout, not by the thread
+  // count.
   auto stretch = [&]<class Load>(Load load, std::size_t r, std::size_t c0, std::size_t c1, float s, ErrorStats& st) {
-    double sig[4] = {0, 0, 0, 0}, err[4] = {0, 0, 0, 0};
+    const std::uint8_t* codes = v.codes.data() + r * v.cols;
+    const bool mx = v.mx;
     double max_err = st.max_abs_error;
     std::uint64_t counted = 0, nonfinite = 0, saturated = 0;
-    for (std::size_t c = c0; c < c1; ++c) {
-      const std::size_t i = r * v.cols + c;
-      const float xv = load(i);
-      const float sc = v.mx ? v.scale(r, c) : s;  // per group; a block-grid scale is per stretch
-      const float xh = decoded[v.codes[i]] * sc;  // fp32(decode(q) * s): one rounding
+    // one element into the partial sums (sig, err) it is given
+    auto add = [&](std::size_t c, double& sig, double& err) {
+      const float xv = load(r * v.cols + c);
+      const float sc = mx ? v.scale(r, c) : s;    // per group; a block-grid scale is per stretch
+      const float xh = decoded[codes[c]] * sc;     // fp32(decode(q) * s): one rounding
       if (!(std::fabs(xv) <= FLT_MAX) || !(std::fabs(xh) <= FLT_MAX)) {  // NaN or Inf
         ++nonfinite;
-        continue;
+        return;
       }
       const double x = xv, e = x - static_cast<double>(xh);
       ++counted;
-      sig[c & 3] += x * x;
-      err[c & 3] += e * e;
+      sig += x * x;
+      err += e * e;
       max_err = std::max(max_err, std::fabs(e));
       saturated += std::fabs(x) > clip * static_cast<double>(sc) ? 1 : 0;
+    };
+    double sig0 = 0, sig1 = 0, sig2 = 0, sig3 = 0, err0 = 0, err1 = 0, err2 = 0, err3 = 0;
+    std::size_t c = c0;
+    for (; c + 4 <= c1; c += 4) {
+      add(c, sig0, err0);
+      add(c + 1, sig1, err1);
+      add(c + 2, sig2, err2);
+      add(c + 3, sig3, err3);
     }
+    for (; c < c1; ++c) add(c, sig0, err0);
     st.count += counted;
     st.nonfinite += nonfinite;
     st.saturated += saturated;
-    st.sum_sq_signal += (sig[0] + sig[1]) + (sig[2] + sig[3]);
-    st.sum_sq_error += (err[0] + err[1]) + (err[2] + err[3]);
+    st.sum_sq_signal += (sig0 + sig1) + (sig2 + sig3);
+    st.sum_sq_error += (err0 + err1) + (err2 + err3);
     st.max_abs_error = max_err;
   };
   auto one = [&](std::size_t r, std::size_t c0, std::size_t c1, float s, ErrorStats& st) {
@@ -120,7 +132,7 @@ ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const
         stretch([data](std::size_t i) {
                   std::uint16_t b;
                   std::memcpy(&b, data + 2 * i, 2);
-                  return float_of(static_cast<std::uint32_t>(b) << 16);
+                  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);  // inline, per element
                 },
                 r, c0, c1, s, st);
         break;
