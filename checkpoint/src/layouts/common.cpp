@@ -155,4 +155,27 @@ DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::v
 
 std::string json_string_array(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
 
+std::string compressed_tensors_config(nlohmann::ordered_json weights, nlohmann::ordered_json inputs,
+                                      const std::string& format, const std::vector<std::string>& ignore) {
+  using OJson = nlohmann::ordered_json;
+  OJson group;
+  group["targets"] = {"Linear"};
+  group["weights"] = std::move(weights);
+  group["input_activations"] = std::move(inputs);
+  group["output_activations"] = nullptr;
+  group["format"] = format;
+  OJson j;
+  j["config_groups"] = {{"group_0", group}};
+  j["format"] = format;
+  j["global_compression_ratio"] = nullptr;
+  j["ignore"] = ignore;
+  j["kv_cache_scheme"] = nullptr;
+  j["quant_method"] = "compressed-tensors";
+  j["quantization_status"] = "compressed";
+  j["sparsity_config"] = OJson::object();
+  j["transform_config"] = OJson::object();
+  j["version"] = "0.13.0";
+  return j.dump();
+}
+
 }  // namespace fp8q::checkpoint::layouts

@@ -3,6 +3,8 @@
 // read a stored tensor back.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,5 +63,10 @@ DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::v
 
 // JSON text helpers for quantization_config.
 std::string json_string_array(const std::vector<std::string>& items);
+// compressed-tensors' quantization_config (as that library writes it, keys in its order): one
+// config group "group_0" over every Linear with these weight and input-activation arguments,
+// `format` ("float-quantized", "mxfp8-quantized"), quantization_status "compressed".
+std::string compressed_tensors_config(nlohmann::ordered_json weights, nlohmann::ordered_json inputs,
+                                      const std::string& format, const std::vector<std::string>& ignore);
 
 }  // namespace fp8q::checkpoint::layouts

@@ -110,24 +110,7 @@ class CtFp8 final : public Layout {
     } else {
       inputs = float8_args("token", true, std::nullopt, std::nullopt, nullptr);  // preset FP8_DYNAMIC
     }
-    OJson group;
-    group["targets"] = {"Linear"};
-    group["weights"] = weights;
-    group["input_activations"] = inputs;
-    group["output_activations"] = nullptr;
-    group["format"] = "float-quantized";
-    OJson j;
-    j["config_groups"] = {{"group_0", group}};
-    j["format"] = "float-quantized";
-    j["global_compression_ratio"] = nullptr;
-    j["ignore"] = c.kept_linear_modules;
-    j["kv_cache_scheme"] = nullptr;
-    j["quant_method"] = "compressed-tensors";
-    j["quantization_status"] = "compressed";
-    j["sparsity_config"] = OJson::object();
-    j["transform_config"] = OJson::object();
-    j["version"] = "0.13.0";
-    return j.dump();
+    return compressed_tensors_config(weights, inputs, "float-quantized", c.kept_linear_modules);
   }
 };
 

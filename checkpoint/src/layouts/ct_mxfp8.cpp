@@ -98,24 +98,8 @@ class CtMxfp8 final : public Layout {
       a["observer_kwargs"] = OJson::object();
       return a;
     };
-    OJson group;
-    group["targets"] = {"Linear"};
-    group["weights"] = args(false);
-    group["input_activations"] = args(true);  // preset MXFP8: dynamic MX activations
-    group["output_activations"] = nullptr;
-    group["format"] = "mxfp8-quantized";
-    OJson j;
-    j["config_groups"] = {{"group_0", group}};
-    j["format"] = "mxfp8-quantized";
-    j["global_compression_ratio"] = nullptr;
-    j["ignore"] = c.kept_linear_modules;
-    j["kv_cache_scheme"] = nullptr;
-    j["quant_method"] = "compressed-tensors";
-    j["quantization_status"] = "compressed";
-    j["sparsity_config"] = OJson::object();
-    j["transform_config"] = OJson::object();
-    j["version"] = "0.13.0";
-    return j.dump();
+    // preset MXFP8: dynamic MX activations
+    return compressed_tensors_config(args(false), args(true), "mxfp8-quantized", c.kept_linear_modules);
   }
 };
 
