@@ -6,6 +6,8 @@
 // path pieces, huge and negative numbers, escapes), truncation and duplication of a slice.
 #include <gtest/gtest.h>
 
+#include "mutation_util.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -16,27 +18,9 @@
 namespace fp8q::checkpoint {
 namespace {
 
-struct SplitMix64 {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
-};
+using testing::SplitMix64;
 
-std::vector<std::pair<std::string, std::string>> load_corpus() {
-  std::vector<std::pair<std::string, std::string>> seeds;
-  for (const auto& e : std::filesystem::directory_iterator(FP8Q_INDEX_CORPUS)) {
-    std::ifstream in(e.path(), std::ios::binary);
-    seeds.emplace_back(e.path().filename().string(),
-                       std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
-  }
-  std::sort(seeds.begin(), seeds.end());
-  return seeds;
-}
+std::vector<std::pair<std::string, std::string>> load_corpus() { return testing::load_corpus(FP8Q_INDEX_CORPUS); }
 
 const char* const kTokens[] = {"\"",   "{",    "}",      "[",       "]",    ":",   ",",  "null", "true",
                                "-1",   "1e3",  "18446744073709551616", "\"../x\"", "\"a/b\"", "\"\\u0000\"",

@@ -10,6 +10,8 @@
 // made shorter or longer.
 #include <gtest/gtest.h>
 
+#include "mutation_util.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -21,29 +23,9 @@
 namespace fp8q::checkpoint {
 namespace {
 
-// splitmix64 (Steele, Lea, Flood 2014): a fixed seed gives the same mutations on every
-// platform and standard library (no std::*_distribution, whose output is unspecified).
-struct SplitMix64 {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
-};
+using testing::SplitMix64;
 
-std::vector<std::pair<std::string, std::string>> load_corpus() {
-  std::vector<std::pair<std::string, std::string>> seeds;
-  for (const auto& e : std::filesystem::directory_iterator(FP8Q_SAFETENSORS_CORPUS)) {
-    std::ifstream in(e.path(), std::ios::binary);
-    seeds.emplace_back(e.path().filename().string(),
-                       std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
-  }
-  std::sort(seeds.begin(), seeds.end());  // directory order is not deterministic
-  return seeds;
-}
+std::vector<std::pair<std::string, std::string>> load_corpus() { return testing::load_corpus(FP8Q_SAFETENSORS_CORPUS); }
 
 std::uint64_t get_length(const std::string& f) {
   std::uint64_t n = 0;
