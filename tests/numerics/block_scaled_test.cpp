@@ -170,6 +170,63 @@ TEST_P(BlockScaledOnIsa, MxEqualsThePerBlockReference) {
   }
 }
 
+// bf16 MX under nearest-even takes the 16-bit kernel for blocks whose 2^(127 - code) is at
+// most 2^(127 + emin - m - 3), the fp32 kernel for the rest (amax below ~2^-100, zeros,
+// subnormals). Blocks anchored at every bf16 binade hold every pattern of the 40 binades
+// below their anchor (both signs), plus blocks of zeros, subnormals, NaN and Inf: each
+// element and scale equals the reference, for every narrow target and three scale tables.
+TEST_P(BlockScaledOnIsa, MxBf16EveryPatternUnderEveryScale) {
+  std::vector<std::uint16_t> x;
+  auto block = [&](std::uint16_t anchor, const std::vector<std::uint16_t>& rest, std::size_t at) {
+    std::vector<std::uint16_t> b(rest);
+    b.resize(31, 0);
+    b.insert(b.begin() + static_cast<std::ptrdiff_t>(at % 32), anchor);
+    x.insert(x.end(), b.begin(), b.end());
+  };
+  for (std::uint16_t ea = 0; ea < 255; ++ea) {
+    const auto anchor = static_cast<std::uint16_t>(ea << 7 | 0x7F | (ea % 2) << 15);
+    std::vector<std::uint16_t> rest;
+    for (int e = std::max(0, ea - 40); e <= ea; ++e)
+      for (std::uint16_t f = 0; f < 128; ++f)
+        for (std::uint16_t s : {0, 0x8000}) {
+          rest.push_back(static_cast<std::uint16_t>(s | e << 7 | f));
+          if (rest.size() == 31) {
+            block(anchor, rest, x.size() / 32);
+            rest.clear();
+          }
+        }
+    if (!rest.empty()) block(anchor, rest, x.size() / 32);
+  }
+  block(0x0000, {}, 0);                                      // +0
+  block(0x8000, {0x8000, 0, 0x8000}, 1);                     // +-0
+  block(0x0001, {0x8001, 0x007F, 0x807F, 0x0040}, 2);        // subnormals only
+  block(0x7F80, {0x3F80, 0xBF80}, 3);                        // Inf
+  block(0x7FC1, {0x3F80, 0xFF80}, 4);                        // NaN
+  block(0x7F7F, {0xFF7F, 0x0001, 0x3F80}, 5);                // the largest finite
+  while (x.size() % 2048 != 0) block(0x3F80, {0xBF00, 0x3E80}, x.size() / 32);
+  const std::size_t cols = 2048, rows = x.size() / cols, blocks = x.size() / 32;
+  const auto in = std::as_bytes(std::span(x));
+  for (const Pow2ScaleTable& table : tables())
+    for (FormatId id : kNarrowFormats) {
+      const Format& to = format_of(id);
+      if (!to.is_signed) continue;  // e8m0 holds scales, not elements
+      std::vector<std::uint8_t> got(x.size()), got_scales(blocks);
+      convert_mx(in, kBF16, rows, cols, 32, got, got_scales, to, table, {}, {1, GetParam()});
+      for (std::size_t b = 0; b < blocks; ++b) {
+        std::uint32_t amax = 0;
+        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) amax = std::max(amax, (std::uint32_t{x[i]} << 16) & 0x7FFFFFFFu);
+        const std::uint8_t code = table.code(amax);
+        ASSERT_EQ(got_scales[b], code) << "block " << b;
+        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) {
+          std::uint64_t want = to.has_nan() ? to.canonical_nan() : 0;
+          if (code != 0xFF) want = convert_one(x[i], kBF16, to, {.scale = std::ldexp(1.0f, 127 - code)}, i).code;
+          ASSERT_EQ(got[i], want) << "bf16 0x" << std::hex << x[i] << std::dec << " -> " << to.name << ", scale code "
+                                  << int{code} << ", element " << i;
+        }
+      }
+    }
+}
+
 TEST(BlockScaled, SizesAreChecked) {
   std::vector<float> x(10);
   std::vector<std::uint8_t> out(10), scales(1);

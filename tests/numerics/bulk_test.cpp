@@ -121,6 +121,37 @@ TEST_P(BulkOnIsa, AllBf16InputsEqualScalar) {
   check_all(std::as_bytes(std::span(v)), kBF16);
 }
 
+// bf16 under nearest-even with a power-of-two scale (1 included) takes the 16-bit kernel
+// (narrow_bf16_kernel.hpp) for 0 <= d <= 127 + emin - m - 3, the fp32 kernel otherwise: every
+// target's edge offsets on both sides, both operations, all 2^16 inputs.
+TEST_P(BulkOnIsa, AllBf16InputsWithPowerOfTwoScalesEqualScalar) {
+  if (GetParam() == Isa::kGeneric) GTEST_SKIP() << "the generic path is the scalar reference itself";
+  const auto v = all_16bit_codes();
+  const auto in = std::as_bytes(std::span(v));
+  std::vector<float> scales = {-1.0f, -8.0f};  // negative: the fp32 kernel
+  for (int e : {0, 1, 20, 106, 107, 108, 109, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 127, -1})
+    scales.push_back(std::ldexp(1.0f, e));
+  for (FormatId id : kNarrowFormats) {
+    const Format& to = format_of(id);
+    for (Overflow ov : test::kAllOverflows)
+      for (float scale : scales)
+          for (ScaleOp op : {ScaleOp::kMultiply, ScaleOp::kDivide}) {
+            ConvertOptions o;
+            o.scale_op = op;
+            o.overflow = ov;
+            o.nan = NanPolicy::kZero;
+            o.scale = scale;
+            std::vector<std::byte> got(v.size());
+            convert(in, kBF16, got, to, o, {1, GetParam()});
+            const auto want = reference(in, kBF16, to, o);
+            const std::size_t at = first_difference(got, want);
+            ASSERT_EQ(at, got.size()) << "bf16 -> " << to.name << " " << overflow_name(ov)
+                                      << (op == ScaleOp::kDivide ? " divisor " : " scale ") << *o.scale
+                                      << ": element " << at << " (0x" << std::hex << v[at] << ") differs";
+          }
+  }
+}
+
 TEST_P(BulkOnIsa, AllFp16InputsEqualScalar) {
   const auto v = all_16bit_codes();
   check_all(std::as_bytes(std::span(v)), kF16);

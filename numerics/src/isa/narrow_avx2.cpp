@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/philox.hpp"
@@ -17,6 +18,6 @@ namespace {
 }  // namespace
 
 namespace fp8q::detail {
-NarrowFn narrow_kernel_avx2(Source s, Rounding r) { return NarrowKernel<OpsAvx2>::table(s, r); }
-MxFn mx_kernel_avx2(Source s, Rounding r) { return NarrowKernel<OpsAvx2>::mx_table(s, r); }
+NarrowFn narrow_kernel_avx2(Source s, Rounding r) { return NarrowKernel<OpsAvx2, Ops16Avx2>::table(s, r); }
+MxFn mx_kernel_avx2(Source s, Rounding r) { return NarrowKernel<OpsAvx2, Ops16Avx2>::mx_table(s, r); }
 }  // namespace fp8q::detail

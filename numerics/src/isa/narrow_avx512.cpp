@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/philox.hpp"

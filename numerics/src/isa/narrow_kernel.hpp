@@ -19,14 +19,50 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/philox.hpp"
 #include "isa/narrow.hpp"
+#include "isa/narrow_bf16_kernel.hpp"
 
-template <class Ops>
+// Ops16: the ISA's 16-bit-lane operations for the bf16 nearest-even kernel
+// (narrow_bf16_kernel.hpp), or void where the ISA has none.
+template <class Ops, class Ops16 = void>
 struct NarrowKernel {
   using V = typename Ops::V;
+
+  // bf16 under nearest-even with a power-of-two factor takes the 16-bit kernel.
+  template <fp8q::detail::Source S, fp8q::Rounding R>
+  static constexpr bool kBf16Fast =
+      !std::is_void_v<Ops16> && S == fp8q::detail::Source::kBF16 && R == fp8q::Rounding::kNearestEven;
+  using Bf16 = NarrowBf16Kernel<std::conditional_t<std::is_void_v<Ops16>, struct NoOps16, Ops16>>;
+
+  // d where fp32(x * scale) (or fp32(x / scale)) is fp32(x * 2^d) with 0 <= d, else -1.
+  static int pow2_offset(const fp8q::detail::NarrowParams& p) {
+    std::uint32_t b;
+    std::memcpy(&b, &p.scale, 4);
+    const int e = static_cast<int>(b >> 23);  // the sign bit makes e > 255: not taken
+    if ((b & 0x7FFFFFu) != 0 || e == 0 || e >= 255) return -1;
+    const int d = p.divide ? 127 - e : e - 127;
+    return d >= 0 ? d : -1;
+  }
+
+  // Elements [i, n) by the scalar reference; returns whether a NaN met a target without NaN.
+  template <fp8q::detail::Source S>
+  static bool tail(const unsigned char* src, std::uint8_t* out, std::size_t i, std::size_t n, std::uint64_t index0,
+                   const fp8q::detail::NarrowParams& p) {
+    constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
+    bool nan_unrepresentable = false;
+    for (; i < n; ++i) {
+      std::uint64_t code = 0;
+      std::memcpy(&code, src + i * kBytes, kBytes);
+      const fp8q::Converted r = fp8q::convert_one(code, *p.from, *p.to, *p.options, index0 + i);
+      out[i] = static_cast<std::uint8_t>(r.code);
+      nan_unrepresentable = nan_unrepresentable || r.nan_unrepresentable;
+    }
+    return nan_unrepresentable;
+  }
 
   struct Consts {
     V c7fffffff, c7fffff, c800000, c7f800000, c80000000, one, zero, m1_127, emin, sh_base,
@@ -223,15 +259,8 @@ struct NarrowKernel {
         Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
       }
     }
-    bool nan_unrepresentable = Ops::any(nan_seen);
-    for (; i < n; ++i) {  // the tail takes the scalar reference
-      std::uint64_t code = 0;
-      std::memcpy(&code, src + i * kBytes, kBytes);
-      const fp8q::Converted r = fp8q::convert_one(code, *p.from, *p.to, *p.options, index0 + i);
-      out[i] = static_cast<std::uint8_t>(r.code);
-      nan_unrepresentable = nan_unrepresentable || r.nan_unrepresentable;
-    }
-    return nan_unrepresentable;
+    const bool nan_unrepresentable = Ops::any(nan_seen);
+    return tail<S>(src, out, i, n, index0, p) || nan_unrepresentable;  // the tail: scalar reference
   }
 
   // MX: per 32-element block, amax = the largest |x| as bits (NaN patterns sort above Inf),
@@ -247,9 +276,30 @@ struct NarrowKernel {
     V a = Ops::band(Ops::bits(Ops::template load<S>(block)), k.c7fffffff);
     for (std::size_t j = 1; j < 32 / L; ++j)
       a = Ops::max(a, Ops::band(Ops::bits(Ops::template load<S>(block + j * L * kBytes)), k.c7fffffff));
+    return table_code(static_cast<std::uint32_t>(Ops::hmax(a)), m);
+  }
+
+  // The bf16 kernel's constants (and a zero vector) where it runs, an empty value elsewhere.
+  template <fp8q::detail::Source S, fp8q::Rounding R>
+  static auto bf16_consts(const fp8q::detail::NarrowParams& p) {
+    if constexpr (kBf16Fast<S, R>) {
+      return typename Bf16::Consts(p);
+    } else {
+      return 0;
+    }
+  }
+  template <fp8q::detail::Source S, fp8q::Rounding R>
+  static auto bf16_zero() {
+    if constexpr (kBf16Fast<S, R>) {
+      return Ops16::set1(0);
+    } else {
+      return 0;
+    }
+  }
+
+  static std::uint8_t table_code(std::uint32_t amax, const fp8q::detail::MxParams& m) {
     // Pow2ScaleTable::code(), spelled out here: an inline function of a shared header
     // compiled with this ISA's flags could be picked by the linker for the other paths
-    const auto amax = static_cast<std::uint32_t>(Ops::hmax(a));
     const std::uint32_t e = amax >> 23;
     if (e == 255) return 0xFF;
     if (e == 0) return 0x00;
@@ -270,16 +320,34 @@ struct NarrowKernel {
     V nan_seen = k.zero;  // NaN only reaches blocks that are overwritten
     const std::uint64_t base = p.options->offset + index0;
     const std::size_t whole = n / kGroup * kGroup;
+    [[maybe_unused]] const auto k16 = bf16_consts<S, R>(p);
+    [[maybe_unused]] auto nan16 = bf16_zero<S, R>();
+    [[maybe_unused]] int max_d = 0;
+    if constexpr (kBf16Fast<S, R>) max_d = Bf16::max_offset(p);
     for (std::size_t s0 = 0; s0 < whole; s0 += kStretch) {
       const std::size_t s1 = s0 + kStretch < whole ? s0 + kStretch : whole;
       float mult[kStretch / 32];
       for (std::size_t i = s0; i < s1; i += 32) {  // pass 1: the codes
-        const std::uint8_t code = mx_code<S>(src + i * kBytes, k, m);
+        std::uint8_t code;
+        if constexpr (kBf16Fast<S, R>) {
+          code = table_code(Bf16::amax_bits32(src + i * kBytes, k16), m);
+        } else {
+          code = mx_code<S>(src + i * kBytes, k, m);
+        }
         scales[i / 32] = code;
         mult[(i - s0) / 32] = code == 0xFF ? 1.0f : m.multiplier[code];
       }
       for (std::size_t i = s0; i < s1; i += kGroup) {  // pass 2: the elements
         const unsigned char* block = src + i * kBytes;
+        if constexpr (kBf16Fast<S, R>) {  // 2^(127 - code) in the 16-bit kernel, where it takes it
+          static_assert(kGroup == 32, "one group is one block");
+          const int d = 127 - scales[i / 32];
+          if (scales[i / 32] == 0xFF) continue;  // overwritten below
+          if (d <= max_d) {
+            Bf16::block32(block, out + i, Bf16::eb_vec(k16, d), Bf16::eb_idx_vec(k16, d), k16, nan16);
+            continue;
+          }
+        }
         V u[4];
         if constexpr (kInter) {
           Ops::load4_bf16_interleaved(block, u);
@@ -336,6 +404,14 @@ struct NarrowKernel {
   template <fp8q::detail::Source S, fp8q::Rounding R>
   static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                   const fp8q::detail::NarrowParams& p) {
+    if constexpr (kBf16Fast<S, R>) {
+      const int d = pow2_offset(p);
+      if (d >= 0 && d <= Bf16::max_offset(p)) {
+        const std::size_t whole = n / 32 * 32;
+        const bool nan = Bf16::run(in, out, whole, d, p);
+        return tail<S>(static_cast<const unsigned char*>(in), out, whole, n, index0, p) || nan;
+      }
+    }
     if (p.scale == 1.0f) return run_impl<S, R, Scale::kNone>(in, out, n, index0, p);  // x * 1 == x / 1 == x
     if (p.divide) return run_impl<S, R, Scale::kDivide>(in, out, n, index0, p);
     if (p.scale != p.scale) return run_impl<S, R, Scale::kNaN>(in, out, n, index0, p);  // NaN scale

@@ -97,3 +97,57 @@ struct OpsAvx2 {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permutevar8x32_epi32(abcd, order));
   }
 };
+
+// The 16-bit-lane operations of NarrowBf16Kernel (narrow_bf16_kernel.hpp) on AVX2: 16 lanes.
+struct Ops16Avx2 {
+  using V = __m256i;
+  static constexpr std::size_t kLanes = 16;
+
+  static V load(const unsigned char* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static V set1(std::int16_t x) { return _mm256_set1_epi16(x); }
+  static V set_bytes(const std::uint8_t (&t)[16]) {  // the same 16 bytes in both 128-bit halves
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t));
+    return _mm256_broadcastsi128_si256(h);
+  }
+  static V add(V a, V b) { return _mm256_add_epi16(a, b); }
+  static V subs_u(V a, V b) { return _mm256_subs_epu16(a, b); }  // max(a - b, 0), unsigned
+  static V min_u(V a, V b) { return _mm256_min_epu16(a, b); }
+  static V max_u(V a, V b) { return _mm256_max_epu16(a, b); }
+  static V band(V a, V b) { return _mm256_and_si256(a, b); }
+  static V bor(V a, V b) { return _mm256_or_si256(a, b); }
+  static V andnot(V mask, V b) { return _mm256_andnot_si256(mask, b); }  // ~mask & b
+  template <int N> static V srl(V a) { return _mm256_srli_epi16(a, N); }
+  template <int N> static V sll(V a) { return _mm256_slli_epi16(a, N); }
+  static V srl(V a, int n) { return _mm256_srl_epi16(a, _mm_cvtsi32_si128(n)); }
+  static V sll(V a, int n) { return _mm256_sll_epi16(a, _mm_cvtsi32_si128(n)); }
+  // Per 16-bit lane, (low byte of a, unsigned) * b, for 0 <= b <= 127: vpmaddubsw adds the
+  // products of the two byte pairs of a lane, and b's high byte is 0.
+  static V mul_low_byte(V a, V b) { return _mm256_maddubs_epi16(a, b); }
+  // Per 16-bit lane, table[lane] for lanes holding 0..15: the low byte indexes the table, the
+  // high byte (0) reads table[0], which must be 0.
+  static V lookup(V table, V idx) { return _mm256_shuffle_epi8(table, idx); }
+  static V gt(V a, V b) { return _mm256_cmpgt_epi16(a, b); }  // signed
+  static V eq(V a, V b) { return _mm256_cmpeq_epi16(a, b); }
+  static V select(V mask, V yes, V no) { return _mm256_blendv_epi8(no, yes, mask); }
+  static bool any(V mask) { return !_mm256_testz_si256(mask, mask); }
+  static std::uint16_t hmax_u(V a) {  // the largest lane, unsigned
+    const __m128i m = _mm_max_epu16(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    // phminposuw finds the smallest of 8 lanes; on complements that is the largest
+    const __m128i ones = _mm_set1_epi16(-1);
+    return static_cast<std::uint16_t>(~_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(m, ones))));
+  }
+
+  // Two vectors of 16-bit codes (<= 0xFF) and two of source bf16 patterns -> 32 bytes: the
+  // codes or-ed with the sources' sign bits moved to bit `sign_shift` (7 - shift), cleared
+  // where the code is 0 unless `negative_zero`. The signed saturating pack keeps each source's
+  // sign in bit 7 of its byte; both packs interleave the halves alike, one permute restores it.
+  static void store_signed(std::uint8_t* out, V c0, V c1, V x0, V x1, int sign_shift, bool negative_zero) {
+    V codes = _mm256_packus_epi16(c0, c1);
+    V sign = _mm256_packs_epi16(x0, x1);
+    if (sign_shift != 7) sign = _mm256_srl_epi16(sign, _mm_cvtsi32_si128(7 - sign_shift));
+    sign = _mm256_and_si256(sign, _mm256_set1_epi8(static_cast<char>(1u << sign_shift)));
+    if (!negative_zero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), sign);
+    codes = _mm256_or_si256(codes, sign);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(codes, 0xD8));
+  }
+};

@@ -1,0 +1,106 @@
+// Internal: bf16 -> a narrow format under nearest-even, in 16-bit integer lanes (twice the
+// lanes of the fp32 kernel, no widening), for inputs multiplied by an exact power of two
+// 2^d first: d = 0 for a plain conversion, a power-of-two scale, or an MX block's 2^(127 - code).
+// Included only by ISA translation units, inside an anonymous namespace (see narrow_kernel.hpp).
+//
+// The formula is the generic one of convert.cpp, specialised to a 7-bit source fraction. With
+// a = |x| as bits, E = a >> 7 (biased 127), f = a & 0x7F, t = 128 + f (the low byte of x | 0x80), m the target's fraction
+// bits and Eb = 127 + emin - d (the biased bf16 exponent whose values, times 2^d, are the
+// target's smallest normal binade):
+//   code = (max(E - Eb, 0) << m) + rne(t * 2^L / 256),   L = m + 1 - max(Eb - E, 0)
+// rne(t * 2^L / 256) is t rounded to the target's quantum in its binade: m bits below the
+// leading one for a normal, fewer for a subnormal (L < m + 1), 0 when L < 0 (the value is
+// below half the smallest subnormal). The carry of a rounding that reaches the next binade
+// lands in the exponent field by itself, as in the fp32 kernel. 2^L comes from a 16-entry
+// byte table indexed by idx = min(max(E - (Eb - m - 2), 0), m + 2): table[0] = 0 (L < 0),
+// table[j] = 2^(j - 1). t * 2^L <= 255 * 32 fits 16 bits for every m <= 4.
+//
+// Where this equals the reference (the exhaustive bulk and MX tests check every bf16 pattern):
+//  - fp32(x * 2^d) is exact unless it falls below 2^-126 (then it is far below half the
+//    target's smallest subnormal, so code 0 either way, sign kept) or overflows to Inf
+//    (then the integer code is above max_code too: the same overflow rule applies);
+//  - bf16 zeros and subnormals (E = 0) have no hidden bit, but t assumes one. With
+//    d <= kMaxOffset they land at idx 0 and max(E - Eb, 0) = 0, so they give 0, which is
+//    right: a bf16 subnormal times 2^d is then below half the smallest subnormal. Larger d
+//    (an MX block whose amax is below ~2^-100) is left to the fp32 kernel;
+//  - Inf with d < 0 could fall back into range; only MX uses d < 0, and a block holding Inf
+//    has scale code 0xFF and is overwritten with NaN.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "isa/narrow.hpp"
+
+template <class Ops16>
+struct NarrowBf16Kernel {
+  using V = typename Ops16::V;
+
+  struct Consts {
+    V c7fff, c80, c7f80, c127, one, idx_max, table, max_code, nan_code, inf_or_nan;
+    std::int16_t e_min;  // Eb for d = 0: 127 + emin
+    int man_bits, sign_shift;
+    bool inf_result, negative_zero, has_nan;
+    explicit Consts(const fp8q::detail::NarrowParams& p)
+        : c7fff(Ops16::set1(0x7FFF)), c80(Ops16::set1(0x80)), c7f80(Ops16::set1(0x7F80)),
+          c127(Ops16::set1(127)), one(Ops16::set1(1)), idx_max(Ops16::set1(static_cast<std::int16_t>(p.man_bits + 2))),
+          max_code(Ops16::set1(static_cast<std::int16_t>(p.max_code))),
+          nan_code(Ops16::set1(static_cast<std::int16_t>(p.nan_code))),
+          inf_or_nan(Ops16::set1(static_cast<std::int16_t>(p.inf_or_nan))),
+          e_min(static_cast<std::int16_t>(127 + p.emin)), man_bits(p.man_bits), sign_shift(p.sign_shift),
+          inf_result(p.inf_result), negative_zero(p.negative_zero), has_nan(p.has_nan) {
+      std::uint8_t t[16] = {};  // t[0] = 0, t[j] = 2^(j - 1) for j = 1 .. m + 2
+      for (int j = 1; j <= p.man_bits + 2; ++j) t[j] = static_cast<std::uint8_t>(1u << (j - 1));
+      table = Ops16::set_bytes(t);
+    }
+  };
+
+  // The largest d this kernel takes: E = 0 lanes then stay at idx 0 (see above).
+  static int max_offset(const fp8q::detail::NarrowParams& p) { return 127 + p.emin - p.man_bits - 3; }
+
+  // Magnitude codes (before the sign) of 16 bf16 patterns times 2^d; eb = Eb for this d,
+  // eb_idx = Eb - m - 2.
+  static V magnitude(V x, V eb, V eb_idx, const Consts& k, V& nan_seen) {
+    const V a = Ops16::band(x, k.c7fff);
+    const V e = Ops16::template srl<7>(a);
+    const V idx = Ops16::min_u(Ops16::subs_u(e, eb_idx), k.idx_max);
+    V w = Ops16::mul_low_byte(Ops16::bor(x, k.c80), Ops16::lookup(k.table, idx));  // t * 2^L
+    w = Ops16::add(Ops16::add(w, k.c127), Ops16::band(Ops16::template srl<8>(w), k.one));  // + 127 + odd
+    V code = Ops16::add(Ops16::sll(Ops16::subs_u(e, eb), k.man_bits), Ops16::template srl<8>(w));
+    code = k.inf_result ? Ops16::select(Ops16::gt(code, k.max_code), k.inf_or_nan, code) : Ops16::min_u(code, k.max_code);
+    const V is_nan = Ops16::gt(a, k.c7f80);
+    if (!k.has_nan) nan_seen = Ops16::bor(nan_seen, is_nan);
+    return Ops16::select(is_nan, k.nan_code, code);
+  }
+
+  // 32 elements from src to out, times 2^d with eb = e_min - d.
+  static void block32(const unsigned char* src, std::uint8_t* out, V eb, V eb_idx, const Consts& k, V& nan_seen) {
+    const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
+    const V c0 = magnitude(x0, eb, eb_idx, k, nan_seen), c1 = magnitude(x1, eb, eb_idx, k, nan_seen);
+    Ops16::store_signed(out, c0, c1, x0, x1, k.sign_shift, k.negative_zero);
+  }
+
+  static V eb_vec(const Consts& k, int d) { return Ops16::set1(static_cast<std::int16_t>(k.e_min - d)); }
+  static V eb_idx_vec(const Consts& k, int d) {
+    return Ops16::set1(static_cast<std::int16_t>(k.e_min - d - k.man_bits - 2));
+  }
+
+  // The longest prefix of n that is whole 32-element groups, times 2^d (0 <= d <= max_offset);
+  // returns whether a NaN met a target without NaN.
+  static bool run(const void* in, std::uint8_t* out, std::size_t n, int d, const fp8q::detail::NarrowParams& p) {
+    static_assert(2 * Ops16::kLanes == 32, "one group is 32 elements");
+    const Consts k(p);
+    const V eb = eb_vec(k, d), eb_idx = eb_idx_vec(k, d);
+    const auto* src = static_cast<const unsigned char*>(in);
+    V nan_seen = Ops16::set1(0);
+    for (std::size_t i = 0; i + 32 <= n; i += 32) block32(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
+    return Ops16::any(nan_seen);
+  }
+
+  // |x| of 32 bf16 elements as fp32 bits (NaN patterns above Inf), for the MX scale rule.
+  static std::uint32_t amax_bits32(const unsigned char* src, const Consts& k) {
+    const V a = Ops16::max_u(Ops16::band(Ops16::load(src), k.c7fff),
+                             Ops16::band(Ops16::load(src + 2 * Ops16::kLanes), k.c7fff));
+    return static_cast<std::uint32_t>(Ops16::hmax_u(a)) << 16;
+  }
+};
