@@ -1,6 +1,7 @@
 // Block-scaled and MX conversions: per block, the scale, then the same kernels as bulk.cpp.
 #include "fp8q/numerics/block_scaled.hpp"
 
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -120,8 +121,13 @@ void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t r
   const Isa isa = chosen_isa(bulk);
   detail::MxParams m;
   m.table = &table;
-  for (int c = 0; c < 255; ++c) m.multiplier[static_cast<std::size_t>(c)] = exp2i(127 - c);
+  // 2^(127 - c): fp32 exponent field 254 - c for c <= 253; 2^-127 (c = 254) is subnormal
+  for (std::uint32_t c = 0; c < 254; ++c) m.multiplier[c] = std::bit_cast<float>((254 - c) << 23);
+  m.multiplier[254] = std::bit_cast<float>(0x00400000u);
+  m.multiplier[255] = 1.0f;  // a NaN scale: its block is overwritten
   m.nan_fill = static_cast<std::uint8_t>(to.has_nan() ? to.canonical_nan() : 0);
+  detail::fill_bf16_codes(m);
+  m.stream = rows * cols >= detail::kStreamBytes;
   const detail::MxFn fn = block == 32 ? detail::mx_kernel(isa, detail::source_of(from), options.rounding) : nullptr;
   const detail::NarrowParams params = detail::make_narrow_params(from, to, options);
   const auto ib = static_cast<std::size_t>(from.storage_bytes());

@@ -1,14 +1,28 @@
-// Fused cast + transpose, by bands of kBandRows whole rows: the band's amax, then the bulk
-// kernel converts it straight into q, then its codes (still in cache) are copied transposed
-// into qt, 16 x 16 bytes at a time with SSE2 unpacks (the x86-64 baseline: no ISA dispatch
-// needed). Codes are computed once, so q and qt agree
-// by construction, and they equal convert()'s.
+// Fused cast + transpose. The matrix is cut into bands of at most kBandRows rows and each
+// band into chunks of at most kChunkCols columns; a thread walks its bands chunk by chunk in
+// row-major order. For each row of a chunk:
+//   1. the bulk kernel converts the row's segment (read once from memory, in order: a chunk
+//      row is a whole page of bf16) into the chunk buffer (L2), and the segment's amax is taken
+//      while it is still in L1;
+//   2. the segment's codes are copied from the buffer to q;
+//   3. a share of the *previous* chunk is transposed, 64 x 64 codes at a time, through an L1
+//      tile into qt (each qt row receives 64 contiguous bytes: one whole cache line).
+// Step 3 interleaved with step 1 lets the stores into qt (one page of qt per 64 bytes written:
+// a TLB miss each) overlap the conversion's arithmetic instead of following it. Codes are
+// computed once, by the same kernels as convert(), keyed by the element's index in the input,
+// so q and qt agree with convert() for any band, chunk or thread split.
+//
+// Large outputs are written with non-temporal stores (whole 64-byte lines, no read for
+// ownership): the fused pass then moves the same bytes to and from memory as a single
+// cast with ordinary stores (input + 2 x codes vs input + codes read and written back).
 #include "fp8q/numerics/cast_transpose.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #if defined(__SSE2__)
@@ -17,42 +31,45 @@
 
 #include "fp8q/numerics/convert.hpp"
 #include "dispatch.hpp"
+#include "isa/transpose_kernels.hpp"
 
 namespace fp8q {
 namespace {
 
+using detail::kTransposeTile;
 using detail::load_code;
-// Rows per band: a band's codes (kBandRows x cols bytes) stay in cache between the cast and the
-// transpose, and each row of qt receives kBandRows contiguous bytes per band.
-constexpr std::size_t kBandRows = 256;
+using detail::TransposeKernels;
 
-// Largest magnitude of n source elements as fp32 bits; 16-bit formats compare their own
-// patterns (magnitude order is pattern order, NaN patterns above Inf) and widen once. With the
-// sign bit cleared every pattern is a non-negative signed integer, so SSE2's signed 16-bit max
-// (and, for fp32, a signed compare) orders them.
-std::uint32_t amax_bits(const std::byte* p, std::size_t n, const Format& from) {
-  std::size_t i = 0;
-  if (from == kF32) {
-    std::uint32_t m = 0;
-#if defined(__SSE2__)
-    const __m128i mask = _mm_set1_epi32(0x7FFFFFFF);
-    __m128i vm = _mm_setzero_si128();
-    for (; i + 4 <= n; i += 4) {
-      const __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * i)), mask);
-      const __m128i gt = _mm_cmpgt_epi32(v, vm);
-      vm = _mm_or_si128(_mm_and_si128(gt, v), _mm_andnot_si128(gt, vm));
-    }
-    alignas(16) std::uint32_t lanes[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
-    for (std::uint32_t l : lanes) m = std::max(m, l);
+// Rows per band: each row of qt receives kBandRows contiguous bytes (whole 64-byte lines) per
+// band, in one visit to its page.
+#ifndef BR
+#define BR 64
 #endif
-    for (; i < n; ++i) {
-      std::uint32_t v;
-      std::memcpy(&v, p + 4 * i, 4);
-      m = std::max(m, v & 0x7FFFFFFFu);
-    }
-    return m;
-  }
+constexpr std::size_t kBandRows = BR;
+static_assert(kBandRows % kTransposeTile == 0, "a band is a whole number of tiles high");
+// Columns per chunk: 2048 bf16 = one 4 KiB page of each input row, read in order (the
+// hardware prefetcher follows it); the bulk kernel's per-call setup is amortised over 2048
+// elements; a chunk's codes (64 x 2048 = 128 KiB, two chunks in flight) stay in L2.
+#ifndef CB
+#define CB 4096
+#endif
+constexpr std::size_t kChunkCols = CB;
+// Row stride of a chunk buffer: 64 bytes more than a chunk row, so that the 64 rows of a tile
+// fall into different L1 sets (a power-of-two stride would put them all in one set).
+constexpr std::size_t kBufStride = kChunkCols + 64;
+// Outputs of at least this many codes (8 MiB for q and qt together, more than this machine's
+// L2 per core and a good part of an L3) are written non-temporally: the caller cannot find
+// them in cache anyway. Smaller ones stay in cache for the next consumer.
+constexpr std::size_t kStreamingMin = std::size_t{4} << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Baseline kernels (SSE2 is part of x86-64; the byte loops cover any other target).
+
+// Largest sign-cleared pattern; with the sign bit cleared every pattern is a non-negative
+// signed integer, so SSE2's signed 16-bit max (and, for fp32, a signed compare) orders them.
+std::uint16_t amax16_base(const void* in, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(in);
+  std::size_t i = 0;
   std::uint16_t m = 0;
 #if defined(__SSE2__)
   const __m128i mask = _mm_set1_epi16(0x7FFF);
@@ -68,18 +85,41 @@ std::uint32_t amax_bits(const std::byte* p, std::size_t n, const Format& from) {
     std::memcpy(&v, p + 2 * i, 2);
     m = std::max<std::uint16_t>(m, static_cast<std::uint16_t>(v & 0x7FFF));
   }
-  if (from == kBF16) return std::uint32_t{m} << 16;
-  return bits_of(decode_f32(m, kF16));  // exact, Inf kept
+  return m;
+}
+
+std::uint32_t amax32_base(const void* in, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(in);
+  std::size_t i = 0;
+  std::uint32_t m = 0;
+#if defined(__SSE2__)
+  const __m128i mask = _mm_set1_epi32(0x7FFFFFFF);
+  __m128i vm = _mm_setzero_si128();
+  for (; i + 4 <= n; i += 4) {
+    const __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * i)), mask);
+    const __m128i gt = _mm_cmpgt_epi32(v, vm);
+    vm = _mm_or_si128(_mm_and_si128(gt, v), _mm_andnot_si128(gt, vm));
+  }
+  alignas(16) std::uint32_t lanes[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
+  for (std::uint32_t l : lanes) m = std::max(m, l);
+#endif
+  for (; i < n; ++i) {
+    std::uint32_t v;
+    std::memcpy(&v, p + 4 * i, 4);
+    m = std::max(m, v & 0x7FFFFFFFu);
+  }
+  return m;
 }
 
 #if defined(__SSE2__)
-// One 16 x 16 block: dst[c * dst_stride + r] = src[r * src_stride + c], r, c < 16.
+// One 16 x 16 block: dst[c * dst_stride + r] = src[r * src_stride + c], r, c < 16. Four rounds
+// of interleaving (8, 16, 32, 64 bits): after round 1 a 16-bit lane j of y[i] holds rows
+// 2i..2i+1 of column j, after round 2 a 32-bit lane rows 4i..4i+3, after round 3 a 64-bit lane
+// rows 0-7 or 8-15, and round 4 joins the halves: x[k] is column k.
 inline void transpose16(const std::uint8_t* src, std::size_t src_stride, std::uint8_t* dst, std::size_t dst_stride) {
   __m128i x[16], y[16];
   for (std::size_t i = 0; i < 16; ++i) x[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * src_stride));
-  // four rounds of interleaving (8, 16, 32, 64 bits): after round 1 a 16-bit lane j of y[i]
-  // holds rows 2i..2i+1 of column j, after round 2 a 32-bit lane rows 4i..4i+3, after round 3
-  // a 64-bit lane rows 0-7 or 8-15, and round 4 joins the halves: x[k] is column k
   for (int i = 0; i < 8; ++i) {
     y[i] = _mm_unpacklo_epi8(x[2 * i], x[2 * i + 1]);
     y[i + 8] = _mm_unpackhi_epi8(x[2 * i], x[2 * i + 1]);
@@ -103,41 +143,179 @@ inline void transpose16(const std::uint8_t* src, std::size_t src_stride, std::ui
 }
 #endif
 
-// dst[c * dst_stride + r] = src[r * src_stride + c] for r < nr, c < nc. Full 64 x 64 tiles go
-// through two L1 buffers: the tile's rows gathered (each source line read once), sixteen
-// 16 x 16 transposes, then 64 bytes to each of 64 dst rows. Tiles run down the rows first, so
-// each dst row receives its nr bytes in a row and its page is visited once per band (bands of
-// 256 rows transpose ~1.7x faster than bands of 64 here; non-temporal stores were slower).
-// The edges go byte by byte.
-void transpose_bytes(const std::uint8_t* src, std::size_t src_stride, std::uint8_t* dst, std::size_t dst_stride,
-                     std::size_t nr, std::size_t nc) {
-  std::size_t r_done = 0, c_done = 0;
+void tile_base(const std::uint8_t* src, std::size_t ss, std::uint8_t* dst, std::size_t ds, std::size_t nr,
+               std::size_t nc) {
+  std::size_t nr16 = 0, nc16 = 0;
 #if defined(__SSE2__)
-  constexpr std::size_t kT = 64;
-  if (nr >= kT) {
-    const std::size_t nr_t = nr / kT * kT, nc_t = nc / kT * kT;
-    alignas(64) std::uint8_t rows_in[kT * kT];
-    alignas(64) std::uint8_t tile[kT * kT];
-    for (std::size_t c0 = 0; c0 < nc_t; c0 += kT)
-      for (std::size_t r0 = 0; r0 < nr_t; r0 += kT) {
-        // gather the tile's rows first: each source line is read once (rows a power-of-two
-        // apart all map to one L1 set, so reading them column block by column block would
-        // evict them between uses)
-        for (std::size_t i = 0; i < kT; ++i) std::memcpy(rows_in + i * kT, src + (r0 + i) * src_stride + c0, kT);
-        for (std::size_t i = 0; i < kT; i += 16)
-          for (std::size_t j = 0; j < kT; j += 16) transpose16(rows_in + i * kT + j, kT, tile + j * kT + i, kT);
-        for (std::size_t c = 0; c < kT; ++c)
-          std::memcpy(dst + (c0 + c) * dst_stride + r0, tile + c * kT, kT);
-      }
-    r_done = nr_t;
-    c_done = nc_t;
-  }
+  nr16 = nr / 16 * 16;
+  nc16 = nc / 16 * 16;
+  for (std::size_t i = 0; i < nr16; i += 16)
+    for (std::size_t j = 0; j < nc16; j += 16) transpose16(src + i * ss + j, ss, dst + j * ds + i, ds);
 #endif
-  // the right edge of the tiled rows, then every column of the remaining rows
-  for (std::size_t c = c_done; c < nc; ++c)
-    for (std::size_t r = 0; r < r_done; ++r) dst[c * dst_stride + r] = src[r * src_stride + c];
-  for (std::size_t c = 0; c < nc; ++c)
-    for (std::size_t r = r_done; r < nr; ++r) dst[c * dst_stride + r] = src[r * src_stride + c];
+  // the columns right of the 16 x 16 blocks, then the rows below them
+  for (std::size_t j = nc16; j < nc; ++j)
+    for (std::size_t i = 0; i < nr16; ++i) dst[j * ds + i] = src[i * ss + j];
+  for (std::size_t j = 0; j < nc; ++j)
+    for (std::size_t i = nr16; i < nr; ++i) dst[j * ds + i] = src[i * ss + j];
+}
+
+constexpr TransposeKernels kBase{&tile_base, &amax16_base, &amax32_base};
+
+const TransposeKernels& kernels_for(Isa isa) {
+#if defined(FP8Q_HAVE_AVX2)
+  // AVX-512 machines run the AVX2 kernels (a tile row is 64 bytes: one 512-bit register would
+  // hold a whole row, but the shuffles that interleave rows work per 128-bit lane either way)
+  if (isa != Isa::kGeneric) return *detail::transpose_kernels_avx2();
+#else
+  (void)isa;
+#endif
+  return kBase;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stores
+
+// dst[0, n) = src[0, n). With `stream`, the 64-byte lines of dst that it covers whole are
+// written non-temporally (no read for ownership, not kept in cache); the partial lines at
+// either end, and everything without `stream`, by ordinary stores.
+inline void store_codes(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool stream) {
+#if defined(__SSE2__)
+  if (stream) {
+    std::size_t i = std::min(n, (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64);
+    if (i != 0) std::memcpy(dst, src, i);
+    for (; i + 64 <= n; i += 64)
+      for (std::size_t k = 0; k < 64; k += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + k),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + k)));
+    if (i != n) std::memcpy(dst + i, src + i, n - i);
+    return;
+  }
+#else
+  (void)stream;
+#endif
+  std::memcpy(dst, src, n);
+}
+
+// Non-temporal stores are weakly ordered: fence them before the thread reports completion.
+void fence_streams() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bands
+
+// Band b covers rows [start(b), start(b + 1)). When each row of qt starts on the same offset
+// within a 64-byte line (rows % 64 == 0), the first band is cut short so that every later band
+// starts a line of every qt row: qt + c * rows + start(b) is then 64-byte aligned and the
+// tiles' qt stores are whole lines. The split never changes a code: it only decides which
+// element is converted when.
+struct Bands {
+  std::size_t rows = 0, first = kBandRows;
+  std::size_t count() const { return rows <= first ? (rows > 0 ? 1 : 0) : 1 + (rows - first + kBandRows - 1) / kBandRows; }
+  std::size_t start(std::size_t b) const { return b == 0 ? 0 : std::min(rows, first + (b - 1) * kBandRows); }
+};
+
+Bands make_bands(std::size_t rows, const std::uint8_t* qt) {
+  Bands bands;
+  bands.rows = rows;
+  const std::size_t misalign = reinterpret_cast<std::uintptr_t>(qt) % 64;
+  if (rows % 64 == 0 && misalign != 0) bands.first = 64 - misalign;
+  return bands;
+}
+
+// A chunk: rows [r0, r0 + h) x columns [c0, c0 + w), its codes in `buf` (row stride
+// kBufStride).
+struct Chunk {
+  std::size_t r0 = 0, h = 0, c0 = 0, w = 0;
+  std::uint8_t* buf = nullptr;
+  std::size_t tiles() const { return (w + kTransposeTile - 1) / kTransposeTile; }
+};
+
+// Everything one call shares between its threads.
+struct Job {
+  const std::byte* in;
+  std::size_t rows, cols, ib;
+  std::uint8_t* q;
+  std::uint8_t* qt;
+  const Format* from;
+  const Format* to;
+  const ConvertOptions* options;
+  detail::NarrowFn fn;
+  const detail::NarrowParams* params;
+  const TransposeKernels* k;
+  bool stream;
+};
+
+// Column tiles [t0, t1) of chunk c (64 columns x the chunk's rows) into qt, each through the
+// tile buffer `tb` (64 x kBandRows, column-major).
+void transpose_tiles(const Job& job, const Chunk& c, std::size_t t0, std::size_t t1, std::uint8_t* tb) {
+  for (std::size_t t = t0; t < t1; ++t) {
+    const std::size_t j0 = t * kTransposeTile, tw = std::min(kTransposeTile, c.w - j0);
+    for (std::size_t s0 = 0; s0 < c.h; s0 += kTransposeTile)
+      job.k->tile(c.buf + s0 * kBufStride + j0, kBufStride, tb + s0, kBandRows, std::min(kTransposeTile, c.h - s0), tw);
+    for (std::size_t j = 0; j < tw; ++j)
+      store_codes(job.qt + (c.c0 + j0 + j) * job.rows + c.r0, tb + j * kBandRows, c.h, job.stream);
+  }
+}
+
+// Throws NanError for the first element of rows [r0, r1) (in index order) whose NaN the
+// target cannot hold; called once the kernel reported one somewhere in those rows.
+void throw_first_nan(const Job& job, std::size_t r0, std::size_t r1) {
+  for (std::size_t i = r0 * job.cols; i < r1 * job.cols; ++i)
+    if (convert_one(load_code(job.in + i * job.ib, job.ib), *job.from, *job.to, *job.options, i).nan_unrepresentable)
+      throw NanError(i, "element " + std::to_string(i) + ": NaN has no encoding in " + std::string(job.to->name) +
+                            " (NaN policy: error)");
+}
+
+// Bands [b0, b1): returns the amax pattern (fp32 bits for fp32; the 16-bit pattern otherwise).
+std::uint32_t run_bands(const Job& job, const Bands& bands, std::size_t b0, std::size_t b1) {
+  // two chunk buffers (the one being filled, the one being transposed) and the L1 tile
+  constexpr std::size_t kBufBytes = kBandRows * kBufStride, kTileBytes = kTransposeTile * kBandRows;
+  const std::unique_ptr<std::uint8_t[]> storage(new std::uint8_t[2 * kBufBytes + kTileBytes + 64]);
+  std::uint8_t* base = storage.get() + (64 - reinterpret_cast<std::uintptr_t>(storage.get()) % 64) % 64;
+  std::uint8_t* const bufs[2] = {base, base + kBufBytes};
+  std::uint8_t* const tb = base + 2 * kBufBytes;
+
+  std::uint32_t amax = 0;
+  Chunk prev;  // h == 0: none pending
+  int which = 0;
+  for (std::size_t b = b0; b < b1; ++b) {
+    const std::size_t r0 = bands.start(b), r1 = bands.start(b + 1);
+    bool nan = false;
+    for (std::size_t c0 = 0; c0 < job.cols; c0 += kChunkCols) {
+      const Chunk cur{r0, r1 - r0, c0, std::min(kChunkCols, job.cols - c0), bufs[which]};
+      const std::size_t prev_tiles = prev.tiles();
+      std::size_t prev_done = 0;
+      for (std::size_t r = 0; r < cur.h; ++r) {
+        const std::size_t i0 = (r0 + r) * job.cols + c0;
+        const std::byte* src = job.in + i0 * job.ib;
+        std::uint8_t* row = cur.buf + r * kBufStride;
+        if (job.fn != nullptr) {
+          nan = job.fn(src, row, cur.w, i0, *job.params) || nan;
+        } else {
+          for (std::size_t j = 0; j < cur.w; ++j) {
+            const Converted cv = convert_one(load_code(src + j * job.ib, job.ib), *job.from, *job.to, *job.options, i0 + j);
+            row[j] = static_cast<std::uint8_t>(cv.code);
+            nan = nan || cv.nan_unrepresentable;
+          }
+        }
+        amax = std::max(amax, job.ib == 4 ? job.k->amax32(src, cur.w) : std::uint32_t{job.k->amax16(src, cur.w)});
+        store_codes(job.q + i0, row, cur.w, job.stream);
+        // this row's share of the previous chunk: all of it once the last row is done
+        const std::size_t target = prev_tiles * (r + 1) / cur.h;
+        transpose_tiles(job, prev, prev_done, target, tb);
+        prev_done = target;
+      }
+      prev = cur;
+      which ^= 1;
+    }
+    if (nan && job.options->nan == NanPolicy::kError) throw_first_nan(job, r0, r1);
+  }
+  transpose_tiles(job, prev, 0, prev.tiles(), tb);
+  fence_streams();
+  return amax;
 }
 
 }  // namespace
@@ -158,47 +336,29 @@ float cast_transpose(std::span<const std::byte> in, const Format& from, std::siz
   const Isa isa = bulk.isa.value_or(active_isa());
   if (!isa_supported(isa))
     throw std::invalid_argument("instruction set " + std::string(isa_name(isa)) + " is not available here");
+  if (n == 0) return 0.0f;
   const detail::NarrowFn fn = detail::narrow_supported(from, to)
                                   ? detail::narrow_kernel(isa, detail::source_of(from), options.rounding)
                                   : nullptr;
   const detail::NarrowParams params = detail::make_narrow_params(from, to, options);
+  const Job job{in.data(), rows, cols, ib, q.data(), qt.data(), &from, &to, &options, fn, &params,
+                &kernels_for(isa), n >= kStreamingMin};
+  const Bands bands = make_bands(rows, qt.data());
 
   std::atomic<std::uint32_t> amax{0};
-  const std::size_t bands = (rows + kBandRows - 1) / kBandRows;
   detail::parallel_pinned(
-      bands, bulk.threads,
-      [&](std::size_t t0, std::size_t t1) {
-        std::uint32_t local = 0;
-        for (std::size_t t = t0; t < t1; ++t) {
-          // a band of whole rows is contiguous in the input and in q: one sequential stream
-          const std::size_t r0 = t * kBandRows, r1 = std::min(rows, r0 + kBandRows);
-          const std::size_t i0 = r0 * cols, w = (r1 - r0) * cols;
-          const std::byte* src = in.data() + i0 * ib;
-          local = std::max(local, amax_bits(src, w, from));
-          bool nan = false;
-          if (fn != nullptr) {
-            nan = fn(src, q.data() + i0, w, i0, params);
-          } else {
-            for (std::size_t i = 0; i < w; ++i) {
-              const Converted c = convert_one(load_code(src + i * ib, ib), from, to, options, i0 + i);
-              q[i0 + i] = static_cast<std::uint8_t>(c.code);
-              nan = nan || c.nan_unrepresentable;
-            }
-          }
-          if (nan && options.nan == NanPolicy::kError)
-            for (std::size_t i = 0; i < w; ++i)
-              if (convert_one(load_code(src + i * ib, ib), from, to, options, i0 + i).nan_unrepresentable)
-                throw NanError(i0 + i, "element " + std::to_string(i0 + i) + ": NaN has no encoding in " +
-                                           std::string(to.name) + " (NaN policy: error)");
-          // the band's codes (kBandRows x cols bytes, still in cache) into kBandRows columns of qt
-          transpose_bytes(q.data() + i0, cols, qt.data() + r0, rows, r1 - r0, cols);
-        }
+      bands.count(), bulk.threads,
+      [&](std::size_t b0, std::size_t b1) {
+        const std::uint32_t local = run_bands(job, bands, b0, b1);
         std::uint32_t seen = amax.load();
         while (local > seen && !amax.compare_exchange_weak(seen, local)) {
         }
       },
       ChunkGrain{1, std::max<std::size_t>(1, 16384 / std::max<std::size_t>(1, kBandRows * cols))});
-  return float_of(amax.load());
+  const std::uint32_t m = amax.load();
+  if (from == kF32) return float_of(m);
+  if (from == kBF16) return float_of(m << 16);
+  return decode_f32(m, kF16);  // exact, Inf kept
 }
 
 }  // namespace fp8q

@@ -227,6 +227,36 @@ TEST_P(BlockScaledOnIsa, MxBf16EveryPatternUnderEveryScale) {
     }
 }
 
+// An MX output of 1 MiB and more with aligned rows is written with streaming stores: every
+// source through the fp32 kernel (nearest-away, stochastic), one and two threads.
+TEST_P(BlockScaledOnIsa, LargeMxOutputsEqualThePerBlockReference) {
+  const std::size_t rows = 260, cols = 4096;
+  const Pow2ScaleTable table = tables()[2];
+  for (const Format* from : {&kF32, &kBF16, &kF16}) {
+    const auto in = random_matrix(*from, rows * cols, 99, true);
+    for (Rounding r : {Rounding::kNearestAway, Rounding::kStochastic})
+      for (int threads : {1, 2}) {
+        ConvertOptions o;
+        o.rounding = r;
+        std::vector<std::uint8_t> got(rows * cols), got_scales(rows * cols / 32);
+        convert_mx(in, *from, rows, cols, 32, got, got_scales, kE4M3FN, table, o, {threads, GetParam()});
+        for (std::size_t b = 0; b < got_scales.size(); ++b) {
+          std::uint32_t amax = 0;
+          for (std::size_t i = 32 * b; i < 32 * b + 32; ++i)
+            amax = std::max(amax, static_cast<std::uint32_t>(convert_one(load(in, i, *from), *from, kF32, {.overflow = Overflow::kInfOrNan}).code) & 0x7FFFFFFFu);
+          const std::uint8_t code = table.code(amax);
+          ASSERT_EQ(got_scales[b], code) << from->name << " block " << b;
+          for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) {
+            ConvertOptions e = o;
+            e.scale = std::ldexp(1.0f, 127 - code);
+            const std::uint64_t want = code == 0xFF ? kE4M3FN.canonical_nan() : convert_one(load(in, i, *from), *from, kE4M3FN, e, i).code;
+            ASSERT_EQ(got[i], want) << from->name << " " << rounding_name(r) << " element " << i;
+          }
+        }
+      }
+  }
+}
+
 TEST(BlockScaled, SizesAreChecked) {
   std::vector<float> x(10);
   std::vector<std::uint8_t> out(10), scales(1);

@@ -8,6 +8,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -149,6 +150,29 @@ TEST_P(BulkOnIsa, AllBf16InputsWithPowerOfTwoScalesEqualScalar) {
                                       << (op == ScaleOp::kDivide ? " divisor " : " scale ") << *o.scale
                                       << ": element " << at << " (0x" << std::hex << v[at] << ") differs";
           }
+  }
+}
+
+// Outputs of 1 MiB and more are streamed from the first 32-byte-aligned element: misaligned
+// starts, one and two threads, a power-of-two scale and a target without -0.
+TEST_P(BulkOnIsa, LargeBf16OutputsEqualScalar) {
+  std::vector<std::uint16_t> v((std::size_t{3} << 19) + 77);
+  std::mt19937 rng(5);
+  for (auto& c : v) c = static_cast<std::uint16_t>(rng());
+  for (std::size_t shift : {0, 1, 31}) {
+    const auto in = std::as_bytes(std::span(v)).subspan(2 * shift);
+    for (const Format* to : {&kE4M3FN, &kE5M2FNUZ})
+      for (int threads : {1, 2}) {
+        ConvertOptions o;
+        o.scale = 4.0f;
+        o.nan = NanPolicy::kZero;
+        std::vector<std::byte> buffer(in.size() / 2 + 64);
+        const auto got = std::span(buffer).subspan(shift + 3, in.size() / 2);
+        convert(in, kBF16, got, *to, o, {threads, GetParam()});
+        const auto want = reference(in, kBF16, *to, o);
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin()))
+            << to->name << ", start shifted by " << shift << ", " << threads << " thread(s)";
+      }
   }
 }
 

@@ -33,6 +33,15 @@ struct NarrowParams {
   bool has_nan = false;
 };
 
+// Outputs of at least kStreamBytes are written with non-temporal stores from the first
+// kStreamAlign-aligned byte on: they would not stay in cache anyway, and streaming skips
+// reading each line before writing it. Kernels that stream fence before returning.
+inline constexpr std::size_t kStreamBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kStreamAlign = 16;
+inline std::size_t stream_head(const void* out) {
+  return (kStreamAlign - reinterpret_cast<std::uintptr_t>(out) % kStreamAlign) % kStreamAlign;
+}
+
 // Whether the SIMD narrowing kernels handle this pair (the dispatcher asks first).
 bool narrow_supported(const Format& from, const Format& to);
 NarrowParams make_narrow_params(const Format& from, const Format& to, const ConvertOptions& o);
@@ -45,9 +54,17 @@ using NarrowFn = bool (*)(const void* in, std::uint8_t* out, std::size_t n, std:
 // MX: what the block kernel needs beside NarrowParams.
 struct MxParams {
   const Pow2ScaleTable* table = nullptr;
-  std::array<float, 256> multiplier{};  // 2^(127 - code) for codes 0..254
+  std::array<float, 256> multiplier{};  // 2^(127 - code) for codes 0..254; 1 for 0xFF
   std::uint8_t nan_fill = 0;            // the element of a block whose scale is NaN
+  bool stream = false;                  // the whole output is at least kStreamBytes
+  // table->code(a << 16) for a bf16 |x| pattern a, branch-free: with e = a >> 7 and
+  // f = a & 0x7F, bf16_base[e] + (f >= bf16_step[e] ? 1 : 0) (e = 0 gives 0, e = 255 gives 0xFF).
+  std::array<std::uint8_t, 256> bf16_base{};
+  std::array<std::uint8_t, 256> bf16_step{};
 };
+
+// Fills m.bf16_base / m.bf16_step from m.table.
+void fill_bf16_codes(MxParams& m);
 
 // MX blocks of 32 along a row: converts the longest prefix of n elements that is a whole
 // number of the kernel's groups (4 vectors; 32 or 64 elements), writing one scale code per 32

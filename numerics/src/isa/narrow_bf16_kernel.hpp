@@ -40,15 +40,13 @@ struct NarrowBf16Kernel {
     V c7fff, c80, c7f80, c127, one, idx_max, table, max_code, nan_code, inf_or_nan;
     std::int16_t e_min;  // Eb for d = 0: 127 + emin
     int man_bits, sign_shift;
-    bool inf_result, negative_zero, has_nan;
     explicit Consts(const fp8q::detail::NarrowParams& p)
         : c7fff(Ops16::set1(0x7FFF)), c80(Ops16::set1(0x80)), c7f80(Ops16::set1(0x7F80)),
           c127(Ops16::set1(127)), one(Ops16::set1(1)), idx_max(Ops16::set1(static_cast<std::int16_t>(p.man_bits + 2))),
           max_code(Ops16::set1(static_cast<std::int16_t>(p.max_code))),
           nan_code(Ops16::set1(static_cast<std::int16_t>(p.nan_code))),
           inf_or_nan(Ops16::set1(static_cast<std::int16_t>(p.inf_or_nan))),
-          e_min(static_cast<std::int16_t>(127 + p.emin)), man_bits(p.man_bits), sign_shift(p.sign_shift),
-          inf_result(p.inf_result), negative_zero(p.negative_zero), has_nan(p.has_nan) {
+          e_min(static_cast<std::int16_t>(127 + p.emin)), man_bits(p.man_bits), sign_shift(p.sign_shift) {
       std::uint8_t t[16] = {};  // t[0] = 0, t[j] = 2^(j - 1) for j = 1 .. m + 2
       for (int j = 1; j <= p.man_bits + 2; ++j) t[j] = static_cast<std::uint8_t>(1u << (j - 1));
       table = Ops16::set_bytes(t);
@@ -58,49 +56,75 @@ struct NarrowBf16Kernel {
   // The largest d this kernel takes: E = 0 lanes then stay at idx 0 (see above).
   static int max_offset(const fp8q::detail::NarrowParams& p) { return 127 + p.emin - p.man_bits - 3; }
 
+  // The per-target choices that would otherwise be branches in the inner loop, as types.
+  template <bool InfResult, bool NegativeZero, bool Sign7, bool HasNan>
+  struct Flavor {
+    static constexpr bool kInfResult = InfResult;        // overflow gives Inf/NaN, not max
+    static constexpr bool kNegativeZero = NegativeZero;  // the target has -0 (fnuz does not)
+    static constexpr bool kSign7 = Sign7;                // an 8-bit target: the sign is bit 7
+    static constexpr bool kHasNan = HasNan;
+  };
+  // Calls body(Flavor<...>{}) with p's flavor; returns what it returns.
+  template <class Body>
+  static auto with_flavor(const fp8q::detail::NarrowParams& p, const Body& body) {
+    return flavor_bit<0>(p, body);
+  }
+  template <int I, class Body, bool... Bits>
+  static auto flavor_bit(const fp8q::detail::NarrowParams& p, const Body& body) {
+    if constexpr (I == 4) {
+      return body(Flavor<Bits...>{});
+    } else {
+      const bool bit = I == 0 ? p.inf_result : I == 1 ? p.negative_zero : I == 2 ? p.sign_shift == 7 : p.has_nan;
+      return bit ? flavor_bit<I + 1, Body, Bits..., true>(p, body) : flavor_bit<I + 1, Body, Bits..., false>(p, body);
+    }
+  }
+
   // Magnitude codes (before the sign) of 16 bf16 patterns times 2^d; eb = Eb for this d,
   // eb_idx = Eb - m - 2.
-  static V magnitude(V x, V eb, V eb_idx, const Consts& k, V& nan_seen) {
+  // Forced inline: GCC otherwise calls it, reloading every constant per vector.
+  template <class Fl>
+  [[gnu::always_inline]] static V magnitude(V x, V eb, V eb_idx, const Consts& k, V& nan_seen) {
     const V a = Ops16::band(x, k.c7fff);
     const V e = Ops16::template srl<7>(a);
     const V idx = Ops16::min_u(Ops16::subs_u(e, eb_idx), k.idx_max);
     V w = Ops16::mul_low_byte(Ops16::bor(x, k.c80), Ops16::lookup(k.table, idx));  // t * 2^L
     w = Ops16::add(Ops16::add(w, k.c127), Ops16::band(Ops16::template srl<8>(w), k.one));  // + 127 + odd
     V code = Ops16::add(Ops16::sll(Ops16::subs_u(e, eb), k.man_bits), Ops16::template srl<8>(w));
-    code = k.inf_result ? Ops16::select(Ops16::gt(code, k.max_code), k.inf_or_nan, code) : Ops16::min_u(code, k.max_code);
+    if constexpr (Fl::kInfResult) {
+      code = Ops16::select(Ops16::gt(code, k.max_code), k.inf_or_nan, code);
+    } else {
+      code = Ops16::min_u(code, k.max_code);
+    }
     const V is_nan = Ops16::gt(a, k.c7f80);
-    if (!k.has_nan) nan_seen = Ops16::bor(nan_seen, is_nan);
+    if constexpr (!Fl::kHasNan) nan_seen = Ops16::bor(nan_seen, is_nan);
     return Ops16::select(is_nan, k.nan_code, code);
   }
 
   // 32 elements from src to out, times 2^d with eb = e_min - d.
-  static void block32(const unsigned char* src, std::uint8_t* out, V eb, V eb_idx, const Consts& k, V& nan_seen) {
+  template <class Fl, bool kStream = false>
+  [[gnu::always_inline]] static void block32(const unsigned char* src, std::uint8_t* out, V eb, V eb_idx, const Consts& k, V& nan_seen) {
     const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
-    const V c0 = magnitude(x0, eb, eb_idx, k, nan_seen), c1 = magnitude(x1, eb, eb_idx, k, nan_seen);
-    Ops16::store_signed(out, c0, c1, x0, x1, k.sign_shift, k.negative_zero);
+    const V c0 = magnitude<Fl>(x0, eb, eb_idx, k, nan_seen), c1 = magnitude<Fl>(x1, eb, eb_idx, k, nan_seen);
+    Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero, kStream>(out, c0, c1, x0, x1, k.sign_shift);
   }
 
   static V eb_vec(const Consts& k, int d) { return Ops16::set1(static_cast<std::int16_t>(k.e_min - d)); }
-  static V eb_idx_vec(const Consts& k, int d) {
-    return Ops16::set1(static_cast<std::int16_t>(k.e_min - d - k.man_bits - 2));
-  }
+  static V eb_idx_vec(const Consts& k, V eb) { return Ops16::sub(eb, k.idx_max); }
 
-  // The longest prefix of n that is whole 32-element groups, times 2^d (0 <= d <= max_offset);
-  // returns whether a NaN met a target without NaN.
+  // Elements [0, n) (n a multiple of 32) times 2^d (0 <= d <= max_offset), streamed with
+  // kStream (out then 16-byte aligned); returns whether a NaN met a target without NaN.
+  template <bool kStream>
   static bool run(const void* in, std::uint8_t* out, std::size_t n, int d, const fp8q::detail::NarrowParams& p) {
     static_assert(2 * Ops16::kLanes == 32, "one group is 32 elements");
     const Consts k(p);
-    const V eb = eb_vec(k, d), eb_idx = eb_idx_vec(k, d);
+    const V eb = eb_vec(k, d), eb_idx = eb_idx_vec(k, eb);
     const auto* src = static_cast<const unsigned char*>(in);
-    V nan_seen = Ops16::set1(0);
-    for (std::size_t i = 0; i + 32 <= n; i += 32) block32(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
-    return Ops16::any(nan_seen);
-  }
-
-  // |x| of 32 bf16 elements as fp32 bits (NaN patterns above Inf), for the MX scale rule.
-  static std::uint32_t amax_bits32(const unsigned char* src, const Consts& k) {
-    const V a = Ops16::max_u(Ops16::band(Ops16::load(src), k.c7fff),
-                             Ops16::band(Ops16::load(src + 2 * Ops16::kLanes), k.c7fff));
-    return static_cast<std::uint32_t>(Ops16::hmax_u(a)) << 16;
+    return with_flavor(p, [&](auto flavor) {
+      using Fl = decltype(flavor);
+      V nan_seen = Ops16::set1(0);
+      for (std::size_t i = 0; i < n; i += 32) block32<Fl, kStream>(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
+      if constexpr (kStream) Ops16::stream_fence();
+      return Ops16::any(nan_seen);
+    });
   }
 };

@@ -224,7 +224,7 @@ struct NarrowKernel {
   static constexpr bool kInterleaved =
       Ops::kInterleavedBf16 && S == fp8q::detail::Source::kBF16 && R == fp8q::Rounding::kNearestEven;
 
-  template <fp8q::detail::Source S, fp8q::Rounding R, Scale kScale>
+  template <fp8q::detail::Source S, fp8q::Rounding R, Scale kScale, bool kStream>
   static bool run_impl(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                        const fp8q::detail::NarrowParams& p) {
     const Consts k(p);
@@ -254,11 +254,12 @@ struct NarrowKernel {
         }
       }
       if constexpr (kInterleaved<S, R>) {
-        Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
+        Ops::template store_bytes4_interleaved<kStream>(out + i, c[0], c[1], c[2], c[3]);
       } else {
-        Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
+        Ops::template store_bytes4<kStream>(out + i, c[0], c[1], c[2], c[3]);
       }
     }
+    if constexpr (kStream) Ops::stream_fence();
     const bool nan_unrepresentable = Ops::any(nan_seen);
     return tail<S>(src, out, i, n, index0, p) || nan_unrepresentable;  // the tail: scalar reference
   }
@@ -279,24 +280,6 @@ struct NarrowKernel {
     return table_code(static_cast<std::uint32_t>(Ops::hmax(a)), m);
   }
 
-  // The bf16 kernel's constants (and a zero vector) where it runs, an empty value elsewhere.
-  template <fp8q::detail::Source S, fp8q::Rounding R>
-  static auto bf16_consts(const fp8q::detail::NarrowParams& p) {
-    if constexpr (kBf16Fast<S, R>) {
-      return typename Bf16::Consts(p);
-    } else {
-      return 0;
-    }
-  }
-  template <fp8q::detail::Source S, fp8q::Rounding R>
-  static auto bf16_zero() {
-    if constexpr (kBf16Fast<S, R>) {
-      return Ops16::set1(0);
-    } else {
-      return 0;
-    }
-  }
-
   static std::uint8_t table_code(std::uint32_t amax, const fp8q::detail::MxParams& m) {
     // Pow2ScaleTable::code(), spelled out here: an inline function of a shared header
     // compiled with this ISA's flags could be picked by the linker for the other paths
@@ -306,10 +289,74 @@ struct NarrowKernel {
     return static_cast<std::uint8_t>(m.table->base[e] + ((amax & 0x7FFFFFu) >= m.table->threshold[e] ? 1 : 0));
   }
 
+  // MX on bf16 under nearest-even. Pass 1 takes eight blocks' amaxes at a time and the rule's
+  // table branch-free (MxParams::bf16_base/bf16_step); pass 2 converts a block whose
+  // 2^(127 - code) the 16-bit kernel takes (code >= 127 - max_offset) there, any other finite
+  // scale by the fp32 kernel, and fills a NaN-scale block with the NaN element.
+  template <class Fl, bool kStream>
+  static std::size_t run_mx_bf16(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
+                                 const fp8q::detail::NarrowParams& p, const fp8q::detail::MxParams& m) {
+    static_assert(Ops::kInterleavedBf16 && 4 * Ops::kLanes == 32, "one fp32-kernel group is one block");
+    const Consts k(p);
+    const typename Bf16::Consts k16(p);
+    const unsigned lo = static_cast<unsigned>(127 - Bf16::max_offset(p));  // codes lo .. 254: 16-bit kernel
+    const auto* src = static_cast<const unsigned char*>(in);
+    V nan_seen = k.zero;
+    auto nan16 = Ops16::set1(0);  // NaN only reaches blocks that are overwritten
+    const std::size_t whole = n / 32 * 32;
+    constexpr std::size_t kStretch = 2048;
+    for (std::size_t s0 = 0; s0 < whole; s0 += kStretch) {
+      const std::size_t s1 = s0 + kStretch < whole ? s0 + kStretch : whole;
+      std::size_t i = s0;
+      for (; i + 256 <= s1; i += 256) {  // pass 1
+        std::uint16_t amax[8];
+        Ops16::block_amax8(src + 2 * i, amax);
+        for (std::size_t b = 0; b < 8; ++b) {
+          const unsigned e = amax[b] >> 7, f = amax[b] & 0x7Fu;
+          scales[i / 32 + b] = static_cast<std::uint8_t>(m.bf16_base[e] + (f >= m.bf16_step[e] ? 1 : 0));
+        }
+      }
+      for (; i < s1; i += 32) scales[i / 32] = mx_code<fp8q::detail::Source::kBF16>(src + 2 * i, k, m);
+      for (i = s0; i < s1; i += 32) {  // pass 2
+        const unsigned code = scales[i / 32];
+        if (code - lo <= 254 - lo) {
+          const auto eb = Ops16::set1(static_cast<std::int16_t>(k16.e_min - 127 + static_cast<int>(code)));
+          Bf16::template block32<Fl, kStream>(src + 2 * i, out + i, eb, Bf16::eb_idx_vec(k16, eb), k16, nan16);
+        } else if (code != 0xFF) {
+          V u[4], c[4];
+          Ops::load4_bf16_interleaved(src + 2 * i, u);
+          const auto f = Ops::set1f(m.multiplier[code]);
+          for (std::size_t j = 0; j < 4; ++j) c[j] = narrow_rne(Ops::bits(Ops::mul(Ops::as_float(u[j]), f)), k, p, nan_seen);
+          Ops::template store_bytes4_interleaved<kStream>(out + i, c[0], c[1], c[2], c[3]);
+        } else {
+          std::memset(out + i, m.nan_fill, 32);
+        }
+      }
+    }
+    if constexpr (kStream) Ops::stream_fence();
+    return whole;
+  }
+
   template <fp8q::detail::Source S, fp8q::Rounding R>
   static std::size_t run_mx(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                             std::uint64_t index0, const fp8q::detail::NarrowParams& p,
                             const fp8q::detail::MxParams& m) {
+    // a large output whose rows start aligned is streamed (see kStreamBytes)
+    const bool stream = m.stream && reinterpret_cast<std::uintptr_t>(out) % fp8q::detail::kStreamAlign == 0;
+    if constexpr (kBf16Fast<S, R>) {
+      return Bf16::with_flavor(p, [&](auto flavor) {
+        return stream ? run_mx_bf16<decltype(flavor), true>(in, out, scales, n, p, m)
+                      : run_mx_bf16<decltype(flavor), false>(in, out, scales, n, p, m);
+      });
+    }
+    return stream ? run_mx_any<S, R, true>(in, out, scales, n, index0, p, m)
+                  : run_mx_any<S, R, false>(in, out, scales, n, index0, p, m);
+  }
+
+  template <fp8q::detail::Source S, fp8q::Rounding R, bool kStream>
+  static std::size_t run_mx_any(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
+                                std::uint64_t index0, const fp8q::detail::NarrowParams& p,
+                                const fp8q::detail::MxParams& m) {
     const Consts k(p);
     constexpr std::size_t L = Ops::kLanes, kGroup = 4 * L, kPerBlock = 32 / L, kStretch = 2048;
     static_assert(kGroup % 32 == 0 && 32 % L == 0 && kStretch % kGroup == 0);
@@ -320,34 +367,11 @@ struct NarrowKernel {
     V nan_seen = k.zero;  // NaN only reaches blocks that are overwritten
     const std::uint64_t base = p.options->offset + index0;
     const std::size_t whole = n / kGroup * kGroup;
-    [[maybe_unused]] const auto k16 = bf16_consts<S, R>(p);
-    [[maybe_unused]] auto nan16 = bf16_zero<S, R>();
-    [[maybe_unused]] int max_d = 0;
-    if constexpr (kBf16Fast<S, R>) max_d = Bf16::max_offset(p);
     for (std::size_t s0 = 0; s0 < whole; s0 += kStretch) {
       const std::size_t s1 = s0 + kStretch < whole ? s0 + kStretch : whole;
-      float mult[kStretch / 32];
-      for (std::size_t i = s0; i < s1; i += 32) {  // pass 1: the codes
-        std::uint8_t code;
-        if constexpr (kBf16Fast<S, R>) {
-          code = table_code(Bf16::amax_bits32(src + i * kBytes, k16), m);
-        } else {
-          code = mx_code<S>(src + i * kBytes, k, m);
-        }
-        scales[i / 32] = code;
-        mult[(i - s0) / 32] = code == 0xFF ? 1.0f : m.multiplier[code];
-      }
+      for (std::size_t i = s0; i < s1; i += 32) scales[i / 32] = mx_code<S>(src + i * kBytes, k, m);  // pass 1
       for (std::size_t i = s0; i < s1; i += kGroup) {  // pass 2: the elements
         const unsigned char* block = src + i * kBytes;
-        if constexpr (kBf16Fast<S, R>) {  // 2^(127 - code) in the 16-bit kernel, where it takes it
-          static_assert(kGroup == 32, "one group is one block");
-          const int d = 127 - scales[i / 32];
-          if (scales[i / 32] == 0xFF) continue;  // overwritten below
-          if (d <= max_d) {
-            Bf16::block32(block, out + i, Bf16::eb_vec(k16, d), Bf16::eb_idx_vec(k16, d), k16, nan16);
-            continue;
-          }
-        }
         V u[4];
         if constexpr (kInter) {
           Ops::load4_bf16_interleaved(block, u);
@@ -356,7 +380,7 @@ struct NarrowKernel {
         }
         V c[4];
         for (std::size_t j = 0; j < 4; ++j) {
-          const auto f = Ops::set1f(mult[(i - s0) / 32 + j / kPerBlock]);
+          const auto f = Ops::set1f(m.multiplier[scales[i / 32 + j / kPerBlock]]);  // 0xFF: overwritten
           const V x = Ops::bits(Ops::mul(Ops::as_float(u[j]), f));
           if constexpr (R == fp8q::Rounding::kNearestEven) {
             c[j] = narrow_rne(x, k, p, nan_seen);
@@ -365,14 +389,15 @@ struct NarrowKernel {
           }
         }
         if constexpr (kInter) {
-          Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
+          Ops::template store_bytes4_interleaved<kStream>(out + i, c[0], c[1], c[2], c[3]);
         } else {
-          Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
+          Ops::template store_bytes4<kStream>(out + i, c[0], c[1], c[2], c[3]);
         }
       }
       for (std::size_t i = s0; i < s1; i += 32)
         if (scales[i / 32] == 0xFF) std::memset(out + i, m.nan_fill, 32);
     }
+    if constexpr (kStream) Ops::stream_fence();
     return whole;
   }
 
@@ -401,21 +426,34 @@ struct NarrowKernel {
     return nullptr;
   }
 
-  template <fp8q::detail::Source S, fp8q::Rounding R>
-  static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
-                  const fp8q::detail::NarrowParams& p) {
+  template <fp8q::detail::Source S, fp8q::Rounding R, bool kStream>
+  static bool run_scaled(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
+                         const fp8q::detail::NarrowParams& p) {
     if constexpr (kBf16Fast<S, R>) {
       const int d = pow2_offset(p);
       if (d >= 0 && d <= Bf16::max_offset(p)) {
         const std::size_t whole = n / 32 * 32;
-        const bool nan = Bf16::run(in, out, whole, d, p);
+        const bool nan = Bf16::template run<kStream>(in, out, whole, d, p);
         return tail<S>(static_cast<const unsigned char*>(in), out, whole, n, index0, p) || nan;
       }
     }
-    if (p.scale == 1.0f) return run_impl<S, R, Scale::kNone>(in, out, n, index0, p);  // x * 1 == x / 1 == x
-    if (p.divide) return run_impl<S, R, Scale::kDivide>(in, out, n, index0, p);
-    if (p.scale != p.scale) return run_impl<S, R, Scale::kNaN>(in, out, n, index0, p);  // NaN scale
-    return run_impl<S, R, Scale::kNumber>(in, out, n, index0, p);
+    if (p.scale == 1.0f) return run_impl<S, R, Scale::kNone, kStream>(in, out, n, index0, p);  // x * 1 == x / 1 == x
+    if (p.divide) return run_impl<S, R, Scale::kDivide, kStream>(in, out, n, index0, p);
+    if (p.scale != p.scale) return run_impl<S, R, Scale::kNaN, kStream>(in, out, n, index0, p);  // NaN scale
+    return run_impl<S, R, Scale::kNumber, kStream>(in, out, n, index0, p);
+  }
+
+  // A large output (kStreamBytes) is converted from its first aligned byte on with
+  // non-temporal stores, the few elements before it by the scalar reference.
+  template <fp8q::detail::Source S, fp8q::Rounding R>
+  static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
+                  const fp8q::detail::NarrowParams& p) {
+    if (n < fp8q::detail::kStreamBytes) return run_scaled<S, R, false>(in, out, n, index0, p);
+    constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
+    const std::size_t head = fp8q::detail::stream_head(out);
+    const bool nan = tail<S>(static_cast<const unsigned char*>(in), out, 0, head, index0, p);
+    return run_scaled<S, R, true>(static_cast<const unsigned char*>(in) + head * kBytes, out + head, n - head,
+                                  index0 + head, p) || nan;
   }
 
   template <fp8q::detail::Source S>

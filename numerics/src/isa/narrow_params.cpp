@@ -1,6 +1,8 @@
 // The constants of the narrowing kernels, taken from the format descriptor.
 #include "isa/narrow.hpp"
 
+#include <algorithm>
+
 namespace fp8q::detail {
 
 bool narrow_supported(const Format& from, const Format& to) {
@@ -26,6 +28,15 @@ NarrowParams make_narrow_params(const Format& from, const Format& to, const Conv
   p.inf_result = o.overflow == Overflow::kInfOrNan && to.has_nan();
   p.negative_zero = to.has_negative_zero();
   return p;
+}
+
+void fill_bf16_codes(MxParams& m) {
+  for (std::uint32_t e = 0; e < 256; ++e) {
+    // f << 16 >= threshold  <=>  f >= ceil(threshold / 2^16); a threshold of 2^23 never steps
+    const std::uint32_t t = m.table->threshold[e];
+    m.bf16_base[e] = e == 255 ? 0xFF : e == 0 ? 0 : m.table->base[e];
+    m.bf16_step[e] = static_cast<std::uint8_t>(e == 0 || e == 255 ? 128 : std::min<std::uint32_t>((t + 0xFFFF) >> 16, 128));
+  }
 }
 
 }  // namespace fp8q::detail

@@ -76,10 +76,18 @@ struct OpsAvx512 {
     }
   }
 
+  // kStream: non-temporal stores (out 16-byte aligned; see kStreamBytes in narrow.hpp).
+  template <bool kStream = false>
   static void store_bytes4(std::uint8_t* out, V a, V b, V c, V d) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(a));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(b));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32), _mm512_cvtepi32_epi8(c));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48), _mm512_cvtepi32_epi8(d));
+    const V v[4] = {a, b, c, d};
+    for (int j = 0; j < 4; ++j) {
+      auto* p = reinterpret_cast<__m128i*>(out + 16 * j);
+      if constexpr (kStream) {
+        _mm_stream_si128(p, _mm512_cvtepi32_epi8(v[j]));
+      } else {
+        _mm_storeu_si128(p, _mm512_cvtepi32_epi8(v[j]));
+      }
+    }
   }
+  static void stream_fence() { _mm_sfence(); }
 };

@@ -1,0 +1,111 @@
+// AVX2 kernels of the fused cast + transpose (transpose_kernels.hpp). Compiled with -mavx2
+// and nothing else is. They move and compare bit patterns only: no arithmetic, so nothing
+// here can change a code or an amax.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "isa/transpose_kernels.hpp"
+
+namespace fp8q::detail {
+namespace {
+
+// 8 rows x 32 columns: dst[c * ds + r] = src[r * ss + c], r < 8, c < 32, as eight 8-byte
+// column pieces per 128-bit lane. Three rounds of interleaving inside each lane (the low lane
+// carries columns 0-15, the high lane 16-31):
+//   round 1 (8-bit):  b holds, per 16-bit element t, rows (2k, 2k+1) of one column;
+//   round 2 (16-bit): c holds, per 32-bit element, rows 0-3 or 4-7 of one column;
+//   round 3 (32-bit): d[m] holds, per 64-bit element, rows 0-7 of columns 2m and 2m+1.
+// 24 shuffles and 8 lane extracts per 256 bytes, all live values in 16 registers (a 16-row
+// version needs 32 and spills).
+inline void transpose8x32(const std::uint8_t* src, std::size_t ss, std::uint8_t* dst, std::size_t ds) {
+  __m256i a[8], b[8], c[8];
+  for (int k = 0; k < 8; ++k) a[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k * ss));
+  for (int k = 0; k < 4; ++k) {
+    b[2 * k] = _mm256_unpacklo_epi8(a[2 * k], a[2 * k + 1]);      // columns 0-7 of rows 2k, 2k+1
+    b[2 * k + 1] = _mm256_unpackhi_epi8(a[2 * k], a[2 * k + 1]);  // columns 8-15
+  }
+  for (int h = 0; h < 2; ++h) {  // h = 0: rows 0-3, h = 1: rows 4-7
+    const __m256i* bb = b + 4 * h;
+    c[4 * h + 0] = _mm256_unpacklo_epi16(bb[0], bb[2]);  // columns 0-3
+    c[4 * h + 1] = _mm256_unpackhi_epi16(bb[0], bb[2]);  // columns 4-7
+    c[4 * h + 2] = _mm256_unpacklo_epi16(bb[1], bb[3]);  // columns 8-11
+    c[4 * h + 3] = _mm256_unpackhi_epi16(bb[1], bb[3]);  // columns 12-15
+  }
+  for (int m = 0; m < 8; ++m) {
+    // columns 2m, 2m + 1 (low lane) and 16 + 2m, 17 + 2m (high lane)
+    const __m256i d = (m & 1) ? _mm256_unpackhi_epi32(c[m / 2], c[4 + m / 2]) : _mm256_unpacklo_epi32(c[m / 2], c[4 + m / 2]);
+    const __m128i lo = _mm256_castsi256_si128(d), hi = _mm256_extracti128_si256(d, 1);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (2 * m) * ds), lo);
+    _mm_storeh_pd(reinterpret_cast<double*>(dst + (2 * m + 1) * ds), _mm_castsi128_pd(lo));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (16 + 2 * m) * ds), hi);
+    _mm_storeh_pd(reinterpret_cast<double*>(dst + (17 + 2 * m) * ds), _mm_castsi128_pd(hi));
+  }
+}
+
+void tile_avx2(const std::uint8_t* src, std::size_t ss, std::uint8_t* dst, std::size_t ds, std::size_t nr,
+               std::size_t nc) {
+  const std::size_t nr8 = nr / 8 * 8, nc32 = nc / 32 * 32;
+  for (std::size_t i = 0; i < nr8; i += 8)
+    for (std::size_t j = 0; j < nc32; j += 32) transpose8x32(src + i * ss + j, ss, dst + j * ds + i, ds);
+  // edges, byte by byte: the columns right of the 32-wide slabs, then the rows below them
+  for (std::size_t j = nc32; j < nc; ++j)
+    for (std::size_t i = 0; i < nr8; ++i) dst[j * ds + i] = src[i * ss + j];
+  for (std::size_t j = 0; j < nc; ++j)
+    for (std::size_t i = nr8; i < nr; ++i) dst[j * ds + i] = src[i * ss + j];
+}
+
+// Two accumulators of 16 lanes: signed 16-bit max is right because masked patterns are
+// non-negative.
+std::uint16_t amax16_avx2(const void* in, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(in);
+  const __m256i mask = _mm256_set1_epi16(0x7FFF);
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm256_max_epi16(m0, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i)), mask));
+    m1 = _mm256_max_epi16(m1, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i + 32)), mask));
+  }
+  alignas(32) std::uint16_t lanes[16];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_max_epi16(m0, m1));
+  std::uint16_t m = 0;
+  for (std::uint16_t l : lanes) m = std::max(m, l);
+  for (; i < n; ++i) {
+    std::uint16_t v;
+    std::memcpy(&v, p + 2 * i, 2);  // memcpy: the input may be unaligned
+    m = std::max<std::uint16_t>(m, static_cast<std::uint16_t>(v & 0x7FFF));
+  }
+  return m;
+}
+
+std::uint32_t amax32_avx2(const void* in, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(in);
+  const __m256i mask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm256_max_epu32(m0, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * i)), mask));
+    m1 = _mm256_max_epu32(m1, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * i + 32)), mask));
+  }
+  alignas(32) std::uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_max_epu32(m0, m1));
+  std::uint32_t m = 0;
+  for (std::uint32_t l : lanes) m = std::max(m, l);
+  for (; i < n; ++i) {
+    std::uint32_t v;
+    std::memcpy(&v, p + 4 * i, 4);
+    m = std::max(m, v & 0x7FFFFFFFu);
+  }
+  return m;
+}
+
+constexpr TransposeKernels kAvx2{&tile_avx2, &amax16_avx2, &amax32_avx2};
+
+}  // namespace
+
+const TransposeKernels* transpose_kernels_avx2() { return &kAvx2; }
+
+}  // namespace fp8q::detail
