@@ -61,9 +61,13 @@ struct MxParams {
   // f = a & 0x7F, bf16_base[e] + (f >= bf16_step[e] ? 1 : 0) (e = 0 gives 0, e = 255 gives 0xFF).
   std::array<std::uint8_t, 256> bf16_base{};
   std::array<std::uint8_t, 256> bf16_step{};
+  // Where the rule is affine, for e in [affine_lo, affine_hi]: code = e + affine_c + (f >=
+  // affine_step ? 1 : 0) (every rule is, over the binades around 1; the kernel computes eight
+  // blocks' codes at once there).
+  std::int16_t affine_lo = 1, affine_hi = 0, affine_c = 0, affine_step = 128;
 };
 
-// Fills m.bf16_base / m.bf16_step from m.table.
+// Fills m.bf16_base / m.bf16_step and the affine range from m.table.
 void fill_bf16_codes(MxParams& m);
 
 // MX blocks of 32 along a row: converts the longest prefix of n elements that is a whole

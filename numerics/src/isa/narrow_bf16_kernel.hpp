@@ -37,7 +37,7 @@ struct NarrowBf16Kernel {
   using V = typename Ops16::V;
 
   struct Consts {
-    V c7fff, c80, c7f80, c127, one, idx_max, table, max_code, nan_code, inf_or_nan;
+    V c7fff, c80, c7f80, c127, one, idx_max, table, max_code, nan_code, inf_or_nan, sign_bit;
     std::int16_t e_min;  // Eb for d = 0: 127 + emin
     int man_bits, sign_shift;
     explicit Consts(const fp8q::detail::NarrowParams& p)
@@ -46,6 +46,7 @@ struct NarrowBf16Kernel {
           max_code(Ops16::set1(static_cast<std::int16_t>(p.max_code))),
           nan_code(Ops16::set1(static_cast<std::int16_t>(p.nan_code))),
           inf_or_nan(Ops16::set1(static_cast<std::int16_t>(p.inf_or_nan))),
+          sign_bit(Ops16::set1_8(static_cast<std::uint8_t>(1u << p.sign_shift))),
           e_min(static_cast<std::int16_t>(127 + p.emin)), man_bits(p.man_bits), sign_shift(p.sign_shift) {
       std::uint8_t t[16] = {};  // t[0] = 0, t[j] = 2^(j - 1) for j = 1 .. m + 2
       for (int j = 1; j <= p.man_bits + 2; ++j) t[j] = static_cast<std::uint8_t>(1u << (j - 1));
@@ -105,7 +106,7 @@ struct NarrowBf16Kernel {
   [[gnu::always_inline]] static void block32(const unsigned char* src, std::uint8_t* out, V eb, V eb_idx, const Consts& k, V& nan_seen) {
     const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
     const V c0 = magnitude<Fl>(x0, eb, eb_idx, k, nan_seen), c1 = magnitude<Fl>(x1, eb, eb_idx, k, nan_seen);
-    Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero, kStream>(out, c0, c1, x0, x1, k.sign_shift);
+    Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero, kStream>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
   }
 
   static V eb_vec(const Consts& k, int d) { return Ops16::set1(static_cast<std::int16_t>(k.e_min - d)); }

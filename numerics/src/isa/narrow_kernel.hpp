@@ -300,6 +300,10 @@ struct NarrowKernel {
     const Consts k(p);
     const typename Bf16::Consts k16(p);
     const unsigned lo = static_cast<unsigned>(127 - Bf16::max_offset(p));  // codes lo .. 254: 16-bit kernel
+    const auto h7f = Ops16::h_set1(0x7F), alo = Ops16::h_set1(m.affine_lo), ahi = Ops16::h_set1(m.affine_hi);
+    const auto ac = Ops16::h_set1(m.affine_c), astep1 = Ops16::h_set1(static_cast<std::int16_t>(m.affine_step - 1));
+    const auto heb0 = Ops16::h_set1(static_cast<std::int16_t>(k16.e_min - 127));
+    const auto hlo = Ops16::h_set1(static_cast<std::int16_t>(lo));
     const auto* src = static_cast<const unsigned char*>(in);
     V nan_seen = k.zero;
     auto nan16 = Ops16::set1(0);  // NaN only reaches blocks that are overwritten
@@ -307,21 +311,40 @@ struct NarrowKernel {
     constexpr std::size_t kStretch = 2048;
     for (std::size_t s0 = 0; s0 < whole; s0 += kStretch) {
       const std::size_t s1 = s0 + kStretch < whole ? s0 + kStretch : whole;
+      // pass 1: each block's code, and eb = Eb - d for d = 127 - code where the 16-bit kernel
+      // takes it (code in lo .. 254); `odd` counts the blocks it does not take
+      std::int16_t eb[kStretch / 32];
+      bool odd = false;
+      const int eb0 = k16.e_min - 127;
+      auto keep = [&](std::size_t i, unsigned code) {
+        scales[i / 32] = static_cast<std::uint8_t>(code);
+        eb[(i - s0) / 32] = static_cast<std::int16_t>(eb0 + static_cast<int>(code));
+        odd |= code - lo > 254 - lo;
+      };
       std::size_t i = s0;
-      for (; i + 256 <= s1; i += 256) {  // pass 1
-        std::uint16_t amax[8];
-        Ops16::block_amax8(src + 2 * i, amax);
+      for (; i + 256 <= s1; i += 256) {
+        const auto amax = Ops16::block_amax8(src + 2 * i);
+        const auto e = Ops16::h_srl7(amax), f = Ops16::h_and(amax, h7f);
+        if (!Ops16::h_any(Ops16::h_or(Ops16::h_gt(e, ahi), Ops16::h_gt(alo, e)))) {  // all affine
+          const auto code = Ops16::h_sub(Ops16::h_add(e, ac), Ops16::h_gt(f, astep1));  // mask -1: + 1
+          Ops16::h_store_bytes(scales + i / 32, code);
+          Ops16::h_store(eb + (i - s0) / 32, Ops16::h_add(code, heb0));
+          odd |= Ops16::h_any(Ops16::h_gt(hlo, code));  // codes here are <= 254
+          continue;
+        }
+        std::uint16_t a[8];
+        Ops16::h_store(reinterpret_cast<std::int16_t*>(a), amax);
         for (std::size_t b = 0; b < 8; ++b) {
-          const unsigned e = amax[b] >> 7, f = amax[b] & 0x7Fu;
-          scales[i / 32 + b] = static_cast<std::uint8_t>(m.bf16_base[e] + (f >= m.bf16_step[e] ? 1 : 0));
+          const unsigned eb_ = a[b] >> 7, fb = a[b] & 0x7Fu;
+          keep(i + 32 * b, m.bf16_base[eb_] + (fb >= m.bf16_step[eb_] ? 1u : 0u));
         }
       }
-      for (; i < s1; i += 32) scales[i / 32] = mx_code<fp8q::detail::Source::kBF16>(src + 2 * i, k, m);
+      for (; i < s1; i += 32) keep(i, mx_code<fp8q::detail::Source::kBF16>(src + 2 * i, k, m));
       for (i = s0; i < s1; i += 32) {  // pass 2
         const unsigned code = scales[i / 32];
-        if (code - lo <= 254 - lo) {
-          const auto eb = Ops16::set1(static_cast<std::int16_t>(k16.e_min - 127 + static_cast<int>(code)));
-          Bf16::template block32<Fl, kStream>(src + 2 * i, out + i, eb, Bf16::eb_idx_vec(k16, eb), k16, nan16);
+        if (!odd || code - lo <= 254 - lo) {
+          const auto ebv = Ops16::broadcast(&eb[(i - s0) / 32]);
+          Bf16::template block32<Fl, kStream>(src + 2 * i, out + i, ebv, Bf16::eb_idx_vec(k16, ebv), k16, nan16);
         } else if (code != 0xFF) {
           V u[4], c[4];
           Ops::load4_bf16_interleaved(src + 2 * i, u);

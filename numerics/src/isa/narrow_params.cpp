@@ -37,6 +37,16 @@ void fill_bf16_codes(MxParams& m) {
     m.bf16_base[e] = e == 255 ? 0xFF : e == 0 ? 0 : m.table->base[e];
     m.bf16_step[e] = static_cast<std::uint8_t>(e == 0 || e == 255 ? 128 : std::min<std::uint32_t>((t + 0xFFFF) >> 16, 128));
   }
+  // the longest run of binades around e = 127 where base[e] - e and the step are constant
+  const int c = m.bf16_base[127] - 127, step = m.bf16_step[127];
+  auto affine = [&](int e) { return m.bf16_base[e] - e == c && m.bf16_step[e] == step; };
+  int lo = 127, hi = 127;
+  while (lo > 1 && affine(lo - 1)) --lo;
+  while (hi < 254 && affine(hi + 1)) ++hi;
+  m.affine_lo = static_cast<std::int16_t>(lo);
+  m.affine_hi = static_cast<std::int16_t>(hi);
+  m.affine_c = static_cast<std::int16_t>(c);
+  m.affine_step = static_cast<std::int16_t>(step);
 }
 
 }  // namespace fp8q::detail

@@ -120,6 +120,8 @@ struct Ops16Avx2 {
 
   static V load(const unsigned char* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static V set1(std::int16_t x) { return _mm256_set1_epi16(x); }
+  static V set1_8(std::uint8_t x) { return _mm256_set1_epi8(static_cast<char>(x)); }
+  static V broadcast(const std::int16_t* p) { return _mm256_set1_epi16(*p); }  // vpbroadcastw from memory
   static V set_bytes(const std::uint8_t (&t)[16]) {  // the same 16 bytes in both 128-bit halves
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t));
     return _mm256_broadcastsi128_si256(h);
@@ -146,10 +148,25 @@ struct Ops16Avx2 {
   static V eq(V a, V b) { return _mm256_cmpeq_epi16(a, b); }
   static V select(V mask, V yes, V no) { return _mm256_blendv_epi8(no, yes, mask); }
   static bool any(V mask) { return !_mm256_testz_si256(mask, mask); }
+  // Eight 16-bit lanes (one per MX block), for the scale codes of eight blocks at a time.
+  using H = __m128i;
+  static H h_set1(std::int16_t x) { return _mm_set1_epi16(x); }
+  static H h_add(H a, H b) { return _mm_add_epi16(a, b); }
+  static H h_sub(H a, H b) { return _mm_sub_epi16(a, b); }
+  static H h_and(H a, H b) { return _mm_and_si128(a, b); }
+  static H h_or(H a, H b) { return _mm_or_si128(a, b); }
+  static H h_gt(H a, H b) { return _mm_cmpgt_epi16(a, b); }  // signed
+  static H h_srl7(H a) { return _mm_srli_epi16(a, 7); }
+  static bool h_any(H mask) { return _mm_movemask_epi8(mask) != 0; }
+  static void h_store(std::int16_t* p, H a) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), a); }
+  static void h_store_bytes(std::uint8_t* p, H a) {  // the low byte of each lane (lanes <= 0xFF)
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packus_epi16(a, a));
+  }
+
   // The largest |x| pattern of each of 8 consecutive 32-element bf16 blocks at p: per block
   // one vector of 16 maxima, then the 8 vectors reduced together (interleave and max, 16-,
   // 32-, 64-bit, then the two 128-bit halves), 6 operations a block instead of 9.
-  static void block_amax8(const unsigned char* p, std::uint16_t out[8]) {
+  [[gnu::always_inline]] static H block_amax8(const unsigned char* p) {
     const V mask = _mm256_set1_epi16(0x7FFF);
     V m[8];
     for (int j = 0; j < 8; ++j)
@@ -160,8 +177,7 @@ struct Ops16Avx2 {
     for (int j = 0; j < 2; ++j)
       b[j] = _mm256_max_epu16(_mm256_unpacklo_epi32(a[2 * j], a[2 * j + 1]), _mm256_unpackhi_epi32(a[2 * j], a[2 * j + 1]));
     const V c = _mm256_max_epu16(_mm256_unpacklo_epi64(b[0], b[1]), _mm256_unpackhi_epi64(b[0], b[1]));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
-                     _mm_max_epu16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1)));
+    return _mm_max_epu16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
   }
 
   // Two vectors of 16-bit codes (<= 0xFF) and two of source bf16 patterns -> 32 bytes: the
@@ -170,11 +186,11 @@ struct Ops16Avx2 {
   // sign in bit 7 of its byte; both packs interleave the halves alike, one permute restores it.
   // kStream: non-temporal stores (see kStreamBytes in narrow.hpp).
   template <bool kSign7, bool kNegativeZero, bool kStream = false>
-  static void store_signed(std::uint8_t* out, V c0, V c1, V x0, V x1, int sign_shift) {
+  static void store_signed(std::uint8_t* out, V c0, V c1, V x0, V x1, int sign_shift, V sign_bit) {
     V codes = _mm256_packus_epi16(c0, c1);
     V sign = _mm256_packs_epi16(x0, x1);
     if constexpr (!kSign7) sign = _mm256_srl_epi16(sign, _mm_cvtsi32_si128(7 - sign_shift));
-    sign = _mm256_and_si256(sign, _mm256_set1_epi8(static_cast<char>(1u << sign_shift)));
+    sign = _mm256_and_si256(sign, sign_bit);  // sign_bit: 1 << sign_shift in every byte
     if constexpr (!kNegativeZero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), sign);
     codes = _mm256_or_si256(codes, sign);
     store32<kStream>(out, _mm256_permute4x64_epi64(codes, 0xD8));

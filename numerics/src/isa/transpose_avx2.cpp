@@ -21,29 +21,40 @@ namespace {
 //   round 3 (32-bit): d[m] holds, per 64-bit element, rows 0-7 of columns 2m and 2m+1.
 // 24 shuffles and 8 lane extracts per 256 bytes, all live values in 16 registers (a 16-row
 // version needs 32 and spills).
+// One column pair's store: the low lane's two 8-byte halves are columns j and j + 1, the high
+// lane's columns j + 16 and j + 17.
+inline void store_pair(__m256i d, std::uint8_t* dst, std::size_t ds, std::size_t j) {
+  const __m128i lo = _mm256_castsi256_si128(d), hi = _mm256_extracti128_si256(d, 1);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + j * ds), lo);
+  _mm_storeh_pd(reinterpret_cast<double*>(dst + (j + 1) * ds), _mm_castsi128_pd(lo));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (j + 16) * ds), hi);
+  _mm_storeh_pd(reinterpret_cast<double*>(dst + (j + 17) * ds), _mm_castsi128_pd(hi));
+}
+
+// Written out without arrays so that every value stays in a register at any -O level.
 inline void transpose8x32(const std::uint8_t* src, std::size_t ss, std::uint8_t* dst, std::size_t ds) {
-  __m256i a[8], b[8], c[8];
-  for (int k = 0; k < 8; ++k) a[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k * ss));
-  for (int k = 0; k < 4; ++k) {
-    b[2 * k] = _mm256_unpacklo_epi8(a[2 * k], a[2 * k + 1]);      // columns 0-7 of rows 2k, 2k+1
-    b[2 * k + 1] = _mm256_unpackhi_epi8(a[2 * k], a[2 * k + 1]);  // columns 8-15
-  }
-  for (int h = 0; h < 2; ++h) {  // h = 0: rows 0-3, h = 1: rows 4-7
-    const __m256i* bb = b + 4 * h;
-    c[4 * h + 0] = _mm256_unpacklo_epi16(bb[0], bb[2]);  // columns 0-3
-    c[4 * h + 1] = _mm256_unpackhi_epi16(bb[0], bb[2]);  // columns 4-7
-    c[4 * h + 2] = _mm256_unpacklo_epi16(bb[1], bb[3]);  // columns 8-11
-    c[4 * h + 3] = _mm256_unpackhi_epi16(bb[1], bb[3]);  // columns 12-15
-  }
-  for (int m = 0; m < 8; ++m) {
-    // columns 2m, 2m + 1 (low lane) and 16 + 2m, 17 + 2m (high lane)
-    const __m256i d = (m & 1) ? _mm256_unpackhi_epi32(c[m / 2], c[4 + m / 2]) : _mm256_unpacklo_epi32(c[m / 2], c[4 + m / 2]);
-    const __m128i lo = _mm256_castsi256_si128(d), hi = _mm256_extracti128_si256(d, 1);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (2 * m) * ds), lo);
-    _mm_storeh_pd(reinterpret_cast<double*>(dst + (2 * m + 1) * ds), _mm_castsi128_pd(lo));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (16 + 2 * m) * ds), hi);
-    _mm_storeh_pd(reinterpret_cast<double*>(dst + (17 + 2 * m) * ds), _mm_castsi128_pd(hi));
-  }
+  const auto row = [&](std::size_t k) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k * ss)); };
+  const __m256i a0 = row(0), a1 = row(1), a2 = row(2), a3 = row(3), a4 = row(4), a5 = row(5), a6 = row(6),
+                a7 = row(7);
+  // round 1: rows (0,1), (2,3), (4,5), (6,7); *l: columns 0-7, *h: columns 8-15 (per lane)
+  const __m256i b01l = _mm256_unpacklo_epi8(a0, a1), b01h = _mm256_unpackhi_epi8(a0, a1);
+  const __m256i b23l = _mm256_unpacklo_epi8(a2, a3), b23h = _mm256_unpackhi_epi8(a2, a3);
+  const __m256i b45l = _mm256_unpacklo_epi8(a4, a5), b45h = _mm256_unpackhi_epi8(a4, a5);
+  const __m256i b67l = _mm256_unpacklo_epi8(a6, a7), b67h = _mm256_unpackhi_epi8(a6, a7);
+  // round 2: rows 0-3 (c0*) and 4-7 (c4*) of columns 0-3, 4-7, 8-11, 12-15
+  const __m256i c00 = _mm256_unpacklo_epi16(b01l, b23l), c01 = _mm256_unpackhi_epi16(b01l, b23l);
+  const __m256i c02 = _mm256_unpacklo_epi16(b01h, b23h), c03 = _mm256_unpackhi_epi16(b01h, b23h);
+  const __m256i c40 = _mm256_unpacklo_epi16(b45l, b67l), c41 = _mm256_unpackhi_epi16(b45l, b67l);
+  const __m256i c42 = _mm256_unpacklo_epi16(b45h, b67h), c43 = _mm256_unpackhi_epi16(b45h, b67h);
+  // round 3: rows 0-7 of columns (0,1), (2,3), ... (14,15)
+  store_pair(_mm256_unpacklo_epi32(c00, c40), dst, ds, 0);
+  store_pair(_mm256_unpackhi_epi32(c00, c40), dst, ds, 2);
+  store_pair(_mm256_unpacklo_epi32(c01, c41), dst, ds, 4);
+  store_pair(_mm256_unpackhi_epi32(c01, c41), dst, ds, 6);
+  store_pair(_mm256_unpacklo_epi32(c02, c42), dst, ds, 8);
+  store_pair(_mm256_unpackhi_epi32(c02, c42), dst, ds, 10);
+  store_pair(_mm256_unpacklo_epi32(c03, c43), dst, ds, 12);
+  store_pair(_mm256_unpackhi_epi32(c03, c43), dst, ds, 14);
 }
 
 void tile_avx2(const std::uint8_t* src, std::size_t ss, std::uint8_t* dst, std::size_t ds, std::size_t nr,
