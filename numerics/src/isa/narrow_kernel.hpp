@@ -37,6 +37,9 @@ struct NarrowKernel {
   static constexpr bool kBf16Fast =
       !std::is_void_v<Ops16> && S == fp8q::detail::Source::kBF16 && R == fp8q::Rounding::kNearestEven;
   using Bf16 = NarrowBf16Kernel<std::conditional_t<std::is_void_v<Ops16>, struct NoOps16, Ops16>>;
+  // MX as well where the fp32 kernel's group of four vectors is one 32-element block.
+  template <fp8q::detail::Source S, fp8q::Rounding R>
+  static constexpr bool kBf16MxFast = kBf16Fast<S, R> && Ops::kInterleavedBf16 && 4 * Ops::kLanes == 32;
 
   // d where fp32(x * scale) (or fp32(x / scale)) is fp32(x * 2^d) with 0 <= d, else -1.
   static int pow2_offset(const fp8q::detail::NarrowParams& p) {
@@ -366,7 +369,7 @@ struct NarrowKernel {
                             const fp8q::detail::MxParams& m) {
     // a large output whose rows start aligned is streamed (see kStreamBytes)
     const bool stream = m.stream && reinterpret_cast<std::uintptr_t>(out) % fp8q::detail::kStreamAlign == 0;
-    if constexpr (kBf16Fast<S, R>) {
+    if constexpr (kBf16MxFast<S, R>) {
       return Bf16::with_flavor(p, [&](auto flavor) {
         return stream ? run_mx_bf16<decltype(flavor), true>(in, out, scales, n, p, m)
                       : run_mx_bf16<decltype(flavor), false>(in, out, scales, n, p, m);
