@@ -1,15 +1,17 @@
 #include "fp8q/checkpoint/error_stats.hpp"
 
+#include <algorithm>
 #include <array>
-#include <bit>
-#include <cfloat>
 #include <cmath>
-#include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "fp8q/numerics/convert.hpp"
+#include "fp8q/numerics/fp_env.hpp"
 #include "fp8q/numerics/parallel.hpp"
+#include "pipeline/error_kernels.hpp"
 
 namespace fp8q::checkpoint {
 
@@ -28,46 +30,46 @@ void ErrorStats::merge(const ErrorStats& o) {
   max_abs_error = std::max(max_abs_error, o.max_abs_error);
 }
 
+namespace detail {
+
+StretchFn stretch_kernel(Isa isa) {
+#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
+  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && isa_supported(Isa::kAvx2)) return stretch_avx2;
+#endif
+  (void)isa;
+  return stretch_generic;
+}
+
 namespace {
 
-// The original element i as fp32 (exact for F32, BF16 and F16).
-struct Source {
-  const std::byte* data;
-  DType dtype;
-  float operator()(std::size_t i) const {
-    switch (dtype) {
-      case DType::kF32: {
-        float v;
-        std::memcpy(&v, data + 4 * i, 4);
-        return v;
-      }
-      case DType::kBF16: {
-        std::uint16_t b;
-        std::memcpy(&b, data + 2 * i, 2);
-        return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-      }
-      default: {
-        static const std::vector<float> f16 = [] {
-          std::vector<float> t(65536);
-          for (std::uint32_t c = 0; c < 65536; ++c) t[c] = decode_f32(c, kF16);
-          return t;
-        }();
-        std::uint16_t b;
-        std::memcpy(&b, data + 2 * i, 2);
-        return f16[b];
-      }
-    }
-  }
-};
+using ScanFn = std::size_t (*)(const std::byte*, DType, std::size_t, std::size_t);
+ScanFn scan_kernel(Isa isa) {
+#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
+  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && isa_supported(Isa::kAvx2)) return first_nonfinite_avx2;
+#endif
+  (void)isa;
+  return first_nonfinite_generic;
+}
 
+// Rows are summed in chunks of about this many elements; the chunks' sums are added in
+// order, so the split over threads never changes a bit.
 constexpr std::size_t kChunkElements = std::size_t{1} << 16;
 
 }  // namespace
 
-ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const DequantView& v, int threads) {
+ErrorStats measure_error_isa(std::span<const std::byte> original, DType dtype, const DequantView& v, int threads,
+                             Isa isa) {
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+    throw std::invalid_argument("measure_error: dtype " + std::string(dtype_name(dtype)) + " is not F32, BF16 or F16");
   const std::size_t n = v.rows * v.cols;
   if (original.size() != n * dtype_bytes(dtype) || v.codes.size() != n)
     throw std::invalid_argument("measure_error: sizes do not match the view");
+  const bool scales_fit =
+      v.mx ? v.group_of_col.size() == v.cols && v.e8m0.size() == v.rows * v.groups_per_row &&
+                 std::all_of(v.group_of_col.begin(), v.group_of_col.end(), [&](std::uint32_t g) { return g < v.groups_per_row; })
+           : v.grid.rows == v.rows && v.grid.cols == v.cols && v.grid.block_rows > 0 && v.grid.block_cols > 0 &&
+                 v.scale_inv.size() == v.grid.grid_size();
+  if (!scales_fit) throw std::invalid_argument("measure_error: the view's scales do not match its shape");
   const Format& element = format_of(v.element);
   std::array<float, 256> decoded{};
   for (std::size_t c = 0; c < 256; ++c) decoded[c] = decode_f32(c, element);
@@ -75,85 +77,69 @@ ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const
   // i.e. |x| / s > max_finite + half its top step. Quotients just above max_finite that round
   // back to it (the block maximum under a scale rounded down) are not counted.
   const double clip = element.max_finite() + std::ldexp(1.0, element.emax() - element.man_bits - 1);
-  const Source x{original.data(), dtype};
+  const StretchFn kernel = stretch_kernel(isa);
+  const std::size_t width = dtype_bytes(dtype);
+  Stretch base;
+  base.dtype = dtype;
+  base.decoded = decoded.data();
+  base.clip = clip;
+  {
+    ScopedDefaultFpEnv env;  // the check multiplies in fp32
+    arithmetic_decode(base, element.man_bits, element.bias);
+  }
+  // MX: the runs of consecutive columns in one group (OCP: 32 columns each), so that a row's
+  // per-element multipliers are filled run by run, each group's asked of scale() once.
+  struct Run {
+    std::size_t begin, end;
+  };
+  std::vector<Run> runs;
+  if (v.mx) {
+    for (std::size_t c = 0; c < v.cols; ++c) {
+      if (c == 0 || v.group_of_col[c] != v.group_of_col[c - 1])
+        runs.push_back({c, c + 1});
+      else
+        runs.back().end = c + 1;
+    }
+  }
 
   const std::size_t chunk_rows = std::max<std::size_t>(1, kChunkElements / std::max<std::size_t>(v.cols, 1));
   const std::size_t chunks = (v.rows + chunk_rows - 1) / chunk_rows;
   std::vector<ErrorStats> partial(chunks);
-  // One stretch [c0, c1) of row r with one multiplier s (MX: per group). Four independent
-  // partial sums per quantity (elements c0 + 4j + k go to partial k, the tail to partial 0,
-  // combined in a fixed order at the end of the stretch), kept in registers, so the additions
-  // are not one long dependency chain; the order is fixed by the layout, not by the thread
-  // count.
-  auto stretch = [&]<class Load>(Load load, std::size_t r, std::size_t c0, std::size_t c1, float s, ErrorStats& st) {
-    const std::uint8_t* codes = v.codes.data() + r * v.cols;
-    const bool mx = v.mx;
-    double max_err = st.max_abs_error;
-    std::uint64_t counted = 0, nonfinite = 0, saturated = 0;
-    // one element into the partial sums (sig, err) it is given
-    auto add = [&](std::size_t c, double& sig, double& err) {
-      const float xv = load(r * v.cols + c);
-      const float sc = mx ? v.scale(r, c) : s;    // per group; a block-grid scale is per stretch
-      const float xh = decoded[codes[c]] * sc;     // fp32(decode(q) * s): one rounding
-      if (!(std::fabs(xv) <= FLT_MAX) || !(std::fabs(xh) <= FLT_MAX)) {  // NaN or Inf
-        ++nonfinite;
-        return;
-      }
-      const double x = xv, e = x - static_cast<double>(xh);
-      ++counted;
-      sig += x * x;
-      err += e * e;
-      max_err = std::max(max_err, std::fabs(e));
-      saturated += std::fabs(x) > clip * static_cast<double>(sc) ? 1 : 0;
-    };
-    double sig0 = 0, sig1 = 0, sig2 = 0, sig3 = 0, err0 = 0, err1 = 0, err2 = 0, err3 = 0;
-    std::size_t c = c0;
-    for (; c + 4 <= c1; c += 4) {
-      add(c, sig0, err0);
-      add(c + 1, sig1, err1);
-      add(c + 2, sig2, err2);
-      add(c + 3, sig3, err3);
-    }
-    for (; c < c1; ++c) add(c, sig0, err0);
-    st.count += counted;
-    st.nonfinite += nonfinite;
-    st.saturated += saturated;
-    st.sum_sq_signal += (sig0 + sig1) + (sig2 + sig3);
-    st.sum_sq_error += (err0 + err1) + (err2 + err3);
-    st.max_abs_error = max_err;
-  };
-  auto one = [&](std::size_t r, std::size_t c0, std::size_t c1, float s, ErrorStats& st) {
-    const std::byte* data = original.data();
-    switch (dtype) {
-      case DType::kF32:
-        stretch([data](std::size_t i) { float f; std::memcpy(&f, data + 4 * i, 4); return f; }, r, c0, c1, s, st);
-        break;
-      case DType::kBF16:
-        stretch([data](std::size_t i) {
-                  std::uint16_t b;
-                  std::memcpy(&b, data + 2 * i, 2);
-                  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);  // inline, per element
-                },
-                r, c0, c1, s, st);
-        break;
-      default: stretch(x, r, c0, c1, s, st); break;
-    }
-  };
   parallel_chunks(
       chunks, threads,
       [&](std::size_t b, std::size_t e) {
+        ScopedDefaultFpEnv env;  // x^ = fp32(decode(q) * s) in IEEE default arithmetic
+        std::vector<float> row_scale(v.mx ? v.cols : 0);
+        std::vector<Stretch> row_stretches;
+        Stretch s = base;
         for (std::size_t k = b; k < e; ++k) {
           ErrorStats& st = partial[k];
           const std::size_t r1 = std::min(v.rows, (k + 1) * chunk_rows);
           for (std::size_t r = k * chunk_rows; r < r1; ++r) {
+            const std::byte* row = original.data() + r * v.cols * width;
+            const std::uint8_t* codes = v.codes.data() + r * v.cols;
             if (v.mx) {
-              one(r, 0, v.cols, 0.0f, st);
+              // One stretch per row, each element under its group's multiplier.
+              for (const Run& run : runs)
+                std::fill(row_scale.begin() + run.begin, row_scale.begin() + run.end, v.scale(r, run.begin));
+              s.x = row;
+              s.codes = codes;
+              s.n = v.cols;
+              s.scales = row_scale.data();
+              kernel({&s, 1}, st);
               continue;
             }
+            // One stretch per block the row crosses, under that block's multiplier.
+            row_stretches.clear();
             for (std::size_t c0 = 0; c0 < v.cols; c0 += v.grid.block_cols) {
               const std::size_t c1 = std::min(v.cols, c0 + v.grid.block_cols);
-              one(r, c0, c1, v.scale_inv[v.grid.scale_index(r, c0)], st);
+              s.x = row + c0 * width;
+              s.codes = codes + c0;
+              s.n = c1 - c0;
+              s.scale = v.scale_inv[v.grid.scale_index(r, c0)];
+              row_stretches.push_back(s);
             }
+            kernel(row_stretches, st);
           }
         }
       },
@@ -163,32 +149,22 @@ ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const
   return total;
 }
 
-std::optional<std::uint64_t> first_nonfinite(std::span<const std::byte> data, DType dtype, int threads) {
-  const std::size_t width = dtype_bytes(dtype);
-  const std::size_t n = data.size() / width;
+std::optional<std::uint64_t> first_nonfinite_isa(std::span<const std::byte> data, DType dtype, int threads, Isa isa) {
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+    throw std::invalid_argument("first_nonfinite: dtype " + std::string(dtype_name(dtype)) + " is not F32, BF16 or F16");
+  const std::size_t n = data.size() / dtype_bytes(dtype);
   const std::size_t chunks = (n + kChunkElements - 1) / kChunkElements;
+  const ScanFn scan = scan_kernel(isa);
   std::vector<std::uint64_t> first(chunks, UINT64_MAX);
-  // Exponent all ones = Inf or NaN: bits 30..23 (F32), 14..7 (BF16), 14..10 (F16).
   parallel_chunks(
       chunks, threads,
       [&](std::size_t b, std::size_t e) {
         for (std::size_t k = b; k < e; ++k) {
-          const std::size_t i1 = std::min(n, (k + 1) * kChunkElements);
-          for (std::size_t i = k * kChunkElements; i < i1; ++i) {
-            bool bad;
-            if (width == 4) {
-              std::uint32_t u;
-              std::memcpy(&u, data.data() + 4 * i, 4);
-              bad = (u & 0x7F800000u) == 0x7F800000u;
-            } else {
-              std::uint16_t u;
-              std::memcpy(&u, data.data() + 2 * i, 2);
-              bad = dtype == DType::kBF16 ? (u & 0x7F80u) == 0x7F80u : (u & 0x7C00u) == 0x7C00u;
-            }
-            if (bad) {
-              first[k] = i;
-              break;
-            }
+          const std::size_t i0 = k * kChunkElements, i1 = std::min(n, i0 + kChunkElements);
+          const std::size_t i = scan(data.data(), dtype, i0, i1);
+          if (i < i1) {
+            first[k] = i;
+            return;  // a later chunk of this thread cannot hold an earlier element
           }
         }
       },
@@ -196,6 +172,16 @@ std::optional<std::uint64_t> first_nonfinite(std::span<const std::byte> data, DT
   for (auto f : first)
     if (f != UINT64_MAX) return f;
   return std::nullopt;
+}
+
+}  // namespace detail
+
+ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const DequantView& v, int threads) {
+  return detail::measure_error_isa(original, dtype, v, threads, active_isa());
+}
+
+std::optional<std::uint64_t> first_nonfinite(std::span<const std::byte> data, DType dtype, int threads) {
+  return detail::first_nonfinite_isa(data, dtype, threads, active_isa());
 }
 
 }  // namespace fp8q::checkpoint

@@ -15,8 +15,12 @@ fs::path sibling_name(const fs::path& target, const char* tag) {
   std::random_device rd;
   const fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const fs::path p = parent / ("." + target.filename().string() + "." + tag + "." + std::to_string(::getpid()) + "." +
-                                 std::to_string(counter++) + std::to_string(rd() % 100000));
+    // (appended piece by piece, not "." + name: GCC 12 -Wrestrict false positive)
+    std::string name = target.filename().string();
+    name.insert(name.begin(), '.');
+    name += std::string(".") + tag + "." + std::to_string(::getpid()) + "." + std::to_string(counter++) +
+            std::to_string(rd() % 100000);
+    const fs::path p = parent / name;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(p, ec))) return p;
   }

@@ -13,6 +13,7 @@
 #include "fp8q/numerics/convert.hpp"
 #include "pipeline/output_dir.hpp"
 #include "pipeline/shared.hpp"
+#include "pipeline/write_behind.hpp"
 #include "safetensors/text.hpp"
 
 namespace fp8q::checkpoint {
@@ -83,6 +84,16 @@ std::string describe_nonfinite(std::span<const std::byte> data, DType dtype, std
   std::memcpy(&bits, data.data() + i * w, w);
   const float v = dtype == DType::kF32 ? float_of(bits) : decode_f32(bits, dtype == DType::kBF16 ? kBF16 : kF16);
   return std::isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf");
+}
+
+// PipelineError naming the first NaN / Inf element of a weight, if it has one.
+void throw_if_nonfinite(const TensorInfo& info, std::span<const std::byte> data, int threads) {
+  if (auto bad = first_nonfinite(data, info.dtype, threads)) {
+    const std::uint64_t cols = info.shape[1];
+    throw PipelineError("tensor " + quote(info.name) + ": element " + std::to_string(*bad) + " (row " +
+                        std::to_string(*bad / cols) + ", column " + std::to_string(*bad % cols) + ") is " +
+                        describe_nonfinite(data, info.dtype, *bad) + "; --allow-nonfinite passes NaN/Inf weights through");
+  }
 }
 
 struct Item {
@@ -226,6 +237,9 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_dir, 
     for (std::size_t i = shards[s].first; i < shards[s].second; ++i)
       for (const auto& sp : items[i].specs) specs.push_back(sp);
     Writer writer(staging.path() / file, specs, meta);
+    // Declared after the writer, so that on an error it waits for its thread before the
+    // writer (and its temporary file) goes.
+    pipeline::WriteBehind behind(writer);
     for (std::size_t i = shards[s].first; i < shards[s].second; ++i) {
       Item& it = items[i];
       const TensorInfo& info = *it.tensor->info;
@@ -239,25 +253,25 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_dir, 
       for (const auto& sp : it.specs) rep.outputs.push_back(sp.name);
       if (it.keep) {
         rep.reason = *it.keep;
+        behind.wait();  // in order, and before the input pages go
         writer.write(data);
       } else {
         rep.quantized = true;
-        if (!opt.allow_nonfinite) {
-          if (auto bad = first_nonfinite(data, info.dtype, threads)) {
-            const std::uint64_t cols = info.shape[1];
-            throw PipelineError("tensor " + quote(info.name) + ": element " + std::to_string(*bad) + " (row " +
-                                std::to_string(*bad / cols) + ", column " + std::to_string(*bad % cols) + ") is " +
-                                describe_nonfinite(data, info.dtype, *bad) +
-                                "; --allow-nonfinite passes NaN/Inf weights through");
-          }
-        }
+        // NaN / Inf in the weight is an error (unless allowed), reported with its first
+        // index. Measuring reads every element anyway and counts non-finite ones, so with
+        // measure on the separate scan runs only when that count says there is one; a layout
+        // that fails on the weight gets the scan first, so the error is the same either way.
+        const bool check_finite = !opt.allow_nonfinite;
+        if (check_finite && !opt.measure) throw_if_nonfinite(info, data, threads);
         it.weight.data = data;
         QuantizedWeight q;
         try {
           q = layout->quantize(it.weight, opt.layout_options);
         } catch (const std::invalid_argument& e) {
+          if (check_finite) throw_if_nonfinite(info, data, threads);
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
         } catch (const NanError& e) {
+          if (check_finite) throw_if_nonfinite(info, data, threads);
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
         }
         if (q.tensors.size() != it.specs.size()) throw std::logic_error("layout " + std::string(layout->name()) + ": plan and quantize disagree");
@@ -266,9 +280,12 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_dir, 
           if (got.spec.name != it.specs[k].name || got.spec.dtype != it.specs[k].dtype || got.spec.shape != it.specs[k].shape ||
               got.bytes.size() != spec_bytes(it.specs[k]))
             throw std::logic_error("layout " + std::string(layout->name()) + ": tensor " + got.spec.name + " differs from its plan");
-          writer.write(got.bytes);
         }
-        if (opt.measure) rep.stats = measure_error(data, info.dtype, q.view, threads);
+        behind.write(std::move(q.tensors));  // while this weight is measured and the next quantized
+        if (opt.measure) {
+          rep.stats = measure_error(data, info.dtype, q.view, threads);
+          if (check_finite && rep.stats.nonfinite > 0) throw_if_nonfinite(info, data, threads);
+        }
         it.weight.data = {};
       }
       model.release(*it.tensor);
@@ -284,6 +301,7 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_dir, 
       prog.last = &result.tensors.back();
       if (progress) progress(prog);
     }
+    behind.wait();
     writer.commit();
     total_out += writer.bytes_written() ;
     result.summary.files.push_back(file);

@@ -9,6 +9,9 @@
 //                    range would have given a larger value
 // Sums are in double over fixed chunks of rows added in order, so the figures do not depend
 // on the thread count. Non-finite x (only with --allow-nonfinite) are counted, not measured.
+// The exact order of every addition is in checkpoint/src/pipeline/error_kernels.hpp; the
+// AVX2 path (chosen at run time, FP8Q_ISA caps it) gives the generic path's bits, and both
+// run in the IEEE default FP environment whatever the caller has set.
 #pragma once
 
 #include <cstdint>

@@ -7,10 +7,13 @@
 //      model-0000i-of-0000n.safetensors plus model.safetensors.index.json);
 //   2. builds the output in a temporary directory beside OUT_DIR (".<name>.tmp.<pid>.<n>");
 //   3. streams: tensors are read memory-mapped, one at a time, in input order; each quantized
-//      weight is checked for NaN/Inf, quantized by the layout (threads inside the tensor),
-//      measured (error_stats.hpp) and written; everything else is copied bit for bit; each
-//      input tensor's pages are released once written, and each shard is committed as soon
-//      as it is full, so resident memory follows the largest tensor, not the checkpoint;
+//      weight is quantized by the layout (threads inside the tensor), measured
+//      (error_stats.hpp) and checked for NaN/Inf (the measuring pass counts them; with
+//      `measure` off a scan runs first), and written on a background thread while it is
+//      measured and the next weight is quantized (one weight's output in flight, written
+//      in order); everything else is copied bit for bit; each input tensor's pages are
+//      released once used, and each shard is committed as soon as it is full, so resident
+//      memory follows the largest tensor, not the checkpoint;
 //   4. writes config.json (IN's, with "quantization_config" set by the layout) and copies
 //      IN's other small files (tokenizer, generation config; not other weight files);
 //   5. renames the temporary directory onto OUT_DIR (an existing OUT_DIR only with force:
