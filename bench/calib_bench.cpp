@@ -1,9 +1,11 @@
-// Calibration benchmarks (fp8q/calib): histogram observation of fp32 and bf16 arrays against
-// a read of the same bytes measured in the same run, and the time of each calibrator's search
-// over a 2048-bin histogram.
+// Calibration benchmarks (fp8q/calib): histogram observation of fp32 and bf16 arrays (Student-t,
+// and the same through a ReLU) against a read of the same bytes measured in the same run, and
+// the time of each calibrator's search over a 2048-bin histogram.
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "fp8q/calib/calibrators.hpp"
@@ -35,6 +37,24 @@ const std::vector<std::uint16_t>& t3_bf16() {
       x[i] = static_cast<std::uint16_t>(convert_one(bits_of(f[i % f.size()]), kF32, kBF16, {}).code);
     return x;
   }();
+  return v;
+}
+
+// The same samples through a ReLU: half of them exact zeros, the common value that would make
+// every other increment of a histogram wait for the one before (see calib/src/isa/hist_kernels.hpp).
+template <class T>
+std::vector<T> relu(const std::vector<T>& x) {
+  std::vector<T> r(x);
+  for (T& v : r)
+    if (std::bit_cast<std::make_signed_t<std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint16_t>>>(v) < 0) v = T{};
+  return r;
+}
+const std::vector<float>& t3_relu() {
+  static const std::vector<float> v = relu(t3_data());
+  return v;
+}
+const std::vector<std::uint16_t>& t3_relu_bf16() {
+  static const std::vector<std::uint16_t> v = relu(t3_bf16());
   return v;
 }
 
@@ -98,6 +118,10 @@ void register_calib() {
            [](benchmark::State& s) { observe_case(s, t3_data()); });
   add_case("calib/histogram_bf16/threads:1", {"baseline/read_2B"},
            [](benchmark::State& s) { observe_case(s, t3_bf16()); });
+  add_case("calib/histogram_f32_relu/threads:1", {"baseline/read_4B"},
+           [](benchmark::State& s) { observe_case(s, t3_relu()); });
+  add_case("calib/histogram_bf16_relu/threads:1", {"baseline/read_2B"},
+           [](benchmark::State& s) { observe_case(s, t3_relu_bf16()); });
   for (const Format* f : {&kE4M3FN, &kE5M2})
     for (calib::Method m : {calib::Method::kMax, calib::Method::kPercentile, calib::Method::kMse, calib::Method::kEntropy})
       add_case("calib/search_2048/" + std::string(calib::method_name(m)) + "/" + std::string(f->name), {},

@@ -1,51 +1,17 @@
-// The mergeable |x| histogram (fp8q/calib/histogram.hpp).
-//
-// Data flow per block of kBlock elements: one scan (largest |x| pattern, zeros) that reads the
-// block from memory; then, from cache, range growth if the block's max needs it, tail insertion
-// if the block's max beats the tail's smallest value, and the bin counting. A block holding
-// NaN or Inf takes the element-by-element path, which is the specification the block path
-// must agree with.
+// The mergeable |x| histogram (fp8q/calib/histogram.hpp): options, accessors, range growth, the
+// exact tail and merge. Observation is in histogram_observe.cpp.
 #include "fp8q/calib/histogram.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <bit>
-#include <cstring>
 #include <functional>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <utility>
 
-#include "fp8q/numerics/arith.hpp"
-#include "fp8q/numerics/parallel.hpp"
 #include "isa/hist_kernels.hpp"
 
 namespace fp8q::calib {
-namespace {
-
-constexpr std::uint32_t kInfBits = 0x7F800000u;
-constexpr std::size_t kBlock = 2048;
-
-inline std::uint32_t abs_bits(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7FFFFFFFu; }
-inline std::uint32_t abs_bits(std::uint16_t b) { return (std::uint32_t{b} << 16) & 0x7FFFFFFFu; }
-inline bool negative(float x) { return std::bit_cast<std::uint32_t>(x) >> 31; }
-inline bool negative(std::uint16_t b) { return b >> 15; }
-
-const detail::HistKernels& kernels_for(const std::optional<Isa>& forced) {
-  const Isa isa = forced ? *forced : active_isa();
-  if (forced && !isa_supported(isa))
-    throw std::invalid_argument("HistogramOptions::isa: " + std::string(isa_name(isa)) + " is not supported here");
-#if defined(FP8Q_CALIB_HAVE_AVX2)
-  if (isa == Isa::kAvx2 || isa == Isa::kAvx512) return *detail::hist_kernels_avx2();
-#endif
-  return detail::hist_kernels_generic();
-}
-
-template <class T>
-const void* data_of(std::span<const T> x, std::size_t i) { return x.data() + i; }
-
-}  // namespace
 
 HistogramObserver::HistogramObserver(const HistogramOptions& o) : tail_capacity_(o.tail), isa_(o.isa) {
   if (o.bins < 64 || o.bins > 65536 || !std::has_single_bit(static_cast<unsigned>(o.bins)))
@@ -57,7 +23,7 @@ HistogramObserver::HistogramObserver(const HistogramOptions& o) : tail_capacity_
   log2_sub_ = log2_bins_ - 5;  // 32 binades
   top_ = 31;                   // the smallest range (base 0): 2^-95
   counts_.assign(static_cast<std::size_t>(o.bins), 0);
-  if (o.isa) (void)kernels_for(o.isa);  // reject an unsupported ISA now, not at the first observe
+  if (o.isa) (void)detail::hist_kernels_for(o.isa);  // reject an unsupported ISA now, not at the first observe
 }
 
 double HistogramObserver::range() const { return std::ldexp(1.0, top_ - 126); }
@@ -152,102 +118,7 @@ void HistogramObserver::add_tail(std::uint32_t a) {
   }
 }
 
-// ---- observation -------------------------------------------------------------------------------
-namespace {
-// The top binade's exponent field for the pattern a: its own (2^k > |x| with k = E - 126), at
-// least 31.
-int top_for(std::uint32_t a) { return std::max(31, static_cast<int>(a >> 23)); }
-}  // namespace
-
-template <class T>
-void HistogramObserver::observe_serial(std::span<const T> x) {
-  const auto& kern = kernels_for(isa_);
-  const bool f32 = std::is_same_v<T, float>;
-  const std::size_t nb = counts_.size();
-  // uint32 tables for large inputs (flushed before the bins change and at the end); small
-  // inputs (one channel of a per-channel observer) go straight into the uint64 counts.
-  const bool use_tables = x.size() >= 8 * nb;
-  std::vector<std::uint32_t> tables(use_tables ? detail::kTables * nb : 0);
-  std::size_t pending = 0;
-  auto flush = [&] {
-    if (!pending) return;
-    for (int t = 0; t < detail::kTables; ++t)
-      for (std::size_t j = 0; j < nb; ++j) counts_[j] += tables[t * nb + j];
-    std::fill(tables.begin(), tables.end(), 0);
-    pending = 0;
-  };
-  // The specification, one finite or non-finite element at a time.
-  auto one = [&](T v) {
-    const std::uint32_t a = abs_bits(v);
-    if (a >= kInfBits) {
-      if (a > kInfBits) ++non_finite_.nan;
-      else if (negative(v)) ++non_finite_.neg_inf;
-      else ++non_finite_.pos_inf;
-      return;
-    }
-    ++count_;
-    zeros_ += a == 0;
-    if (a != 0 && a < min_bits_) min_bits_ = a;
-    if (a > amax_bits_) {
-      amax_bits_ = a;
-      grow_to(top_for(a));
-    }
-    if (a > tail_threshold()) add_tail(a);
-    ++counts_[static_cast<std::size_t>(bin_of(std::bit_cast<float>(a)))];
-  };
-
-  for (std::size_t b = 0; b < x.size(); b += kBlock) {
-    const std::size_t n = std::min(kBlock, x.size() - b);
-    const void* p = data_of(x, b);
-    const detail::ScanResult s = f32 ? kern.scan_f32(p, n) : kern.scan_bf16(p, n);
-    if (s.max_bits >= kInfBits || !use_tables) {
-      flush();
-      for (std::size_t i = 0; i < n; ++i) one(x[b + i]);
-      continue;
-    }
-    count_ += n;
-    zeros_ += s.zeros;
-    min_bits_ = std::min(min_bits_, s.min_nonzero_bits);
-    if (s.max_bits > amax_bits_) {
-      amax_bits_ = s.max_bits;
-      const int top = top_for(s.max_bits);
-      if (top > top_) flush(), grow_to(top);
-    }
-    if (s.max_bits > tail_threshold())
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t a = abs_bits(x[b + i]);
-        if (a > tail_threshold()) add_tail(a);
-      }
-    const int base = (top_ - 31) << log2_sub_;
-    (f32 ? kern.count_f32 : kern.count_bf16)(p, n, 23 - log2_sub_, base, tables.data(), nb);
-    pending += n;
-    if (pending >= (std::size_t{1} << 31)) flush();  // no uint32 table entry can overflow
-  }
-  flush();
-}
-
-template <class T>
-void HistogramObserver::observe_threads(std::span<const T> x, int threads) {
-  if (threads < 1) throw std::invalid_argument("HistogramObserver::observe: threads must be >= 1, got " + std::to_string(threads));
-  if (threads == 1) return observe_serial(x);
-  std::mutex m;
-  std::vector<HistogramObserver> parts;
-  HistogramOptions o;
-  o.bins = bins();
-  o.tail = tail_capacity_;
-  o.isa = isa_;
-  parallel_chunks(x.size(), threads, [&](std::size_t begin, std::size_t end) {
-    HistogramObserver h(o);
-    h.observe_serial(x.subspan(begin, end - begin));
-    std::lock_guard<std::mutex> lock(m);
-    parts.push_back(std::move(h));
-  });
-  for (const auto& h : parts) merge(h);  // exact and commutative: the order does not matter
-}
-
-void HistogramObserver::observe(std::span<const float> x, int threads) { observe_threads(x, threads); }
-void HistogramObserver::observe_bf16(std::span<const std::uint16_t> x, int threads) { observe_threads(x, threads); }
-
+// ---- merge --------------------------------------------------------------------------------------
 void HistogramObserver::merge(const HistogramObserver& o) {
   if (o.log2_bins_ != log2_bins_ || o.tail_capacity_ != tail_capacity_)
     throw std::invalid_argument("HistogramObserver::merge: bins " + std::to_string(bins()) + " / tail " +

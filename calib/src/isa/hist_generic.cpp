@@ -19,7 +19,7 @@ inline std::uint32_t abs_bits_bf16(const void* in, std::size_t i) {
 }
 
 template <std::uint32_t (*Abs)(const void*, std::size_t)>
-ScanResult scan(const void* in, std::size_t n) {
+ScanResult scan(const void* in, std::size_t n) {  // fp32 or bf16 elements
   std::uint32_t m = 0, z = 0, lo = 0xFFFFFFFFu;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t a = Abs(in, i);
@@ -40,10 +40,44 @@ void count(const void* in, std::size_t n, int shift, int base, std::uint32_t* ta
   }
 }
 
+// ---- pattern tallies ---------------------------------------------------------------------------
+// q = top 16 bits of |x| (see hist_kernels.hpp); with SpreadZeros, q == 0 goes to the zero slot
+// of its lane instead (element i is lane i % 16).
+template <bool SpreadZeros>
+inline void tally_one(std::uint32_t q, std::size_t i, std::uint32_t* table) {
+  if constexpr (SpreadZeros) q = q != 0 ? q : static_cast<std::uint32_t>(kPatternSlots + i % kZeroSlots);
+  table[q] += 1;
+}
+
+template <bool SpreadZeros>
+ScanResult tally_f32(const float* in, std::size_t n, std::uint32_t* table) {
+  const ScanResult r = scan<abs_bits_f32>(in, n);
+  for (std::size_t i = 0; i < n; ++i) tally_one<SpreadZeros>(abs_bits_f32(in, i) >> 16, i, table);
+  return r;
+}
+
+template <bool SpreadZeros>
+void tally_bf16(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
+  for (std::size_t i = 0; i < n; ++i) tally_one<SpreadZeros>(abs_bits_bf16(in, i) >> 16, i, table);
+}
+
+std::size_t select_f32(const float* in, std::size_t n, std::uint32_t above, std::uint32_t* out) {
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t a = abs_bits_f32(in, i);
+    if (a > above && a < 0x7F800000u) out[k++] = a;
+  }
+  return k;
+}
+
 }  // namespace
 
 const HistKernels& hist_kernels_generic() {
-  static const HistKernels k{scan<abs_bits_f32>, scan<abs_bits_bf16>, count<abs_bits_f32>, count<abs_bits_bf16>};
+  static const HistKernels k{[](const float* in, std::size_t n) { return scan<abs_bits_f32>(in, n); },
+                             [](const float* in, std::size_t n, int shift, int base, std::uint32_t* t, std::size_t bins) {
+                               count<abs_bits_f32>(in, n, shift, base, t, bins);
+                             },
+                             tally_f32<false>, tally_f32<true>, tally_bf16<false>, tally_bf16<true>, select_f32};
   return k;
 }
 

@@ -1,15 +1,36 @@
-// Internal: the histogram kernels' interface, shared by histogram.cpp and each ISA's
+// Internal: the histogram kernels' interface, shared by the observation code and each ISA's
 // translation unit. Not installed.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+
+#include "fp8q/numerics/isa.hpp"
 
 namespace fp8q::calib::detail {
 
-// Increments are spread over this many tables (element i goes to table i % kTables), so that
-// runs of equal bins do not wait on each other's store-to-load forwarding.
-inline constexpr int kTables = 4;
+// ---- pattern tallies (the fast path) -----------------------------------------------------------
+// A tally counts samples by q = the top 16 bits of |x|'s fp32 pattern (for bf16, the pattern
+// itself without its sign): table[q] += 1. Every bin edge of a histogram with at most 128
+// sub-bins per binade is a multiple of 2^16 in the fp32 pattern (position = a >> (23 - log2 S)),
+// and a bf16 value is exactly its q, so the bins are a function of q and are folded from the
+// table once per call; no element needs the histogram's range. q >= 0x7F80 is Inf or NaN (the
+// fold skips them).
+//
+// Why a table and one increment per sample: AVX2 has no scatter, so a histogram is one
+// load-add-store per sample, about one per cycle on Zen 3. The cost beyond that is a chain of
+// increments to one address: store-to-load forwarding makes each wait for the one before. That
+// happens when one value is common, and in practice that value is zero (ReLU outputs, padding,
+// pruned weights), so the `_zeros` variants send the samples with q == 0 to kZeroSlots separate
+// slots kPatternSlots + l, l in [0, 16), taken in turn along each group of 16 elements (in an
+// order each kernel picks); the fold adds them to bin 0, where slot 0 goes too. The caller
+// picks the variant per block from the previous block's zeros: the plain one is faster when
+// zeros are rare, and both give the same bins after the fold.
+inline constexpr std::size_t kPatternSlots = 0x8000;  // q in [0, 2^15)
+inline constexpr std::size_t kZeroSlots = 16;
+inline constexpr std::size_t kTallySlots = kPatternSlots + kZeroSlots;
+inline constexpr std::uint32_t kNonFiniteQ = 0x7F80;  // q of +Inf; above it NaN
 
 struct ScanResult {
   std::uint32_t max_bits = 0;  // largest |x| pattern (fp32 bits; >= 0x7F800000: Inf or NaN seen)
@@ -17,20 +38,40 @@ struct ScanResult {
   std::uint32_t min_nonzero_bits = 0xFFFFFFFFu;  // smallest nonzero |x| pattern; all ones: none
 };
 
-// Scans n elements (fp32, or bf16 patterns).
-using ScanFn = ScanResult (*)(const void* in, std::size_t n);
-// For n finite elements below the histogram's range, with p = |x|'s pattern >> shift:
+// fp32: tallies n elements into table (kTallySlots entries) and returns their scan (non-finite
+// values included: a max_bits >= 0x7F800000 tells the caller to look at the block again).
+using TallyF32Fn = ScanResult (*)(const float* in, std::size_t n, std::uint32_t* table);
+// bf16 patterns: tallies n elements; the table alone gives every statistic (q is exact).
+using TallyBf16Fn = void (*)(const std::uint16_t* in, std::size_t n, std::uint32_t* table);
+// fp32: writes to out, in order, the |x| patterns a of the n elements with above < a < +Inf
+// (above <= 0x7F7FFFFF); returns how many. The candidates for the tail.
+using SelectF32Fn = std::size_t (*)(const float* in, std::size_t n, std::uint32_t above, std::uint32_t* out);
+
+// ---- bin-relative kernels (fp32 histograms with more than 128 sub-bins per binade) -----------
+// Increments are spread over this many tables (element i goes to table i % kTables), so that
+// runs of equal bins do not wait on each other's store-to-load forwarding.
+inline constexpr int kTables = 4;
+
+// Scans n fp32 elements.
+using ScanFn = ScanResult (*)(const float* in, std::size_t n);
+// For n finite fp32 elements below the histogram's range, with p = |x|'s pattern >> shift:
 // tables[(i % kTables) * bins + max(p - base, 0)] += 1.
-using CountFn = void (*)(const void* in, std::size_t n, int shift, int base, std::uint32_t* tables,
+using CountFn = void (*)(const float* in, std::size_t n, int shift, int base, std::uint32_t* tables,
                          std::size_t bins);
 
 struct HistKernels {
-  ScanFn scan_f32, scan_bf16;
-  CountFn count_f32, count_bf16;
+  ScanFn scan_f32;
+  CountFn count_f32;
+  TallyF32Fn tally_f32, tally_f32_zeros;
+  TallyBf16Fn tally_bf16, tally_bf16_zeros;
+  SelectF32Fn select_f32;
 };
 
 const HistKernels& hist_kernels_generic();
 // nullptr where this binary has no AVX2 path.
 const HistKernels* hist_kernels_avx2();
+// The kernels for a forced ISA (std::invalid_argument if this machine lacks it), or for
+// fp8q::active_isa().
+const HistKernels& hist_kernels_for(const std::optional<Isa>& forced);
 
 }  // namespace fp8q::calib::detail

@@ -17,6 +17,9 @@
 // samples only, and merge (grow both to the larger k, add counts) gives, bit for bit, the
 // histogram of the union, for any split and any order.
 //
+// Cost: one table increment per sample, whatever the range does (histogram_observe.cpp); ranges
+// grow once per call, which the paragraph above makes exact.
+//
 // Why not equal-width bins: one outlier 10^4 times the bulk would put the whole bulk in the
 // first of 2048 equal bins, where no calibrator can see it; an FP8 grid resolves that bulk.
 //
@@ -68,7 +71,8 @@ class HistogramObserver {
   float amax() const;                                // largest finite |x|; 0 if none
   float min_nonzero() const;                         // smallest nonzero finite |x|; 0 if none
   const NonFiniteCounts& non_finite() const { return non_finite_; }
-  // The largest min(tail_capacity, count) finite |x|, exact, in descending order.
+  // The largest min(tail_capacity, nonzero count) nonzero finite |x|, exact, in descending order
+  // (zeros never enter the tail).
   std::vector<float> tail() const;
   // Bin of a finite |x| < range() (the index the observer used), and of any t >= 0 given as a
   // double (bins() when t >= range()).
@@ -82,6 +86,13 @@ class HistogramObserver {
   void observe_serial(std::span<const T> x);
   template <class T>
   void observe_threads(std::span<const T> x, int threads);
+  // The paths observe_serial chooses from (histogram_observe.cpp).
+  template <class T>
+  void observe_each(std::span<const T> x);            // the specification, one element at a time
+  void observe_binned(std::span<const float> x);      // fp32 blocks counted into bins (S > 128)
+  void tally_f32(std::span<const float> x);           // fp32 pattern tally, S <= 128
+  void tally_bf16(std::span<const std::uint16_t> x);  // bf16 pattern tally
+  void fold_tally(std::uint32_t* table);              // grow to amax, add the tally's bins, clear it
   void grow_to(int top);
   void add_tail(std::uint32_t abs_bits);
   std::uint32_t tail_threshold() const;  // insert only values above this pattern
