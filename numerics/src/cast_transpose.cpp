@@ -1,13 +1,12 @@
 // Fused cast + transpose. The matrix is cut into bands of at most kBandRows rows and each
-// band into chunks of at most kChunkCols columns; a thread walks its bands chunk by chunk in
-// row-major order. For each row of a chunk:
-//   1. the bulk kernel converts the row's segment into the chunk buffer; the input is read
-//      once, in order (a band of whole rows is one sequential stream, which the hardware
-//      prefetcher follows), and the segment's amax is taken right after, from L1;
-//   2. the segment's codes are copied from the buffer to q;
-//   3. a share of the *previous* chunk is transposed, 64 columns x the band's rows at a time,
-//      through a tile buffer into qt: each row of qt receives the band's 256 codes (four whole
-//      cache lines) in one visit to its page.
+// band into chunks of at most kChunkCols columns; a thread walks its bands chunk by chunk:
+//   1. row by row, the bulk kernel converts the row's segment into the chunk buffer; the input
+//      is read once, in order (a band of whole rows is one sequential stream, which the
+//      hardware prefetcher follows), and the segment's amax is taken right after, from L1;
+//   2. each segment's codes are copied from the buffer to q;
+//   3. the chunk is transposed, 64 columns x the band's rows at a time, through a tile buffer
+//      into qt: each row of qt receives the band's 256 codes (four whole cache lines) in one
+//      visit to its page.
 // Codes are computed once, by the same kernels as convert(), keyed by the element's index in
 // the input, so q and qt agree with convert() for any band, chunk or thread split.
 //
@@ -16,6 +15,8 @@
 // about as much as writing the line, so writing qt alone takes 5.1 ms with 64 bytes per page
 // visit, 2.0 ms with 256 and 1.4 ms sequentially; reading half rows (2048 columns) instead of
 // whole ones made the conversion 30-60% slower (the prefetcher loses the stream at each jump).
+// Bands of 128 or 512 rows, a second chunk buffer that let one chunk be transposed while the
+// next was converted, and prefetching qt's lines were all measured slower.
 //
 // Large outputs are written with non-temporal stores (whole 64-byte lines, no read for
 // ownership): the fused pass then moves the same bytes to and from memory as a single
@@ -27,7 +28,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <stdexcept>
 #include <string>
 #if defined(__SSE2__)
@@ -51,8 +51,8 @@ using detail::TransposeKernels;
 constexpr std::size_t kBandRows = 256;
 static_assert(kBandRows % kTransposeTile == 0, "a band is a whole number of tiles high");
 // Columns per chunk: whole rows up to 4096 columns (see above), which also amortises the bulk
-// kernel's per-call setup; two chunks in flight are 2 x 1 MiB of codes, in L2 and L3, read
-// back for the transpose with software prefetches one tile ahead.
+// kernel's per-call setup; a chunk's codes (up to 1 MiB: L2 and L3) are read back for the
+// transpose with software prefetches one tile ahead.
 constexpr std::size_t kChunkCols = 4096;
 // Outputs of at least this many codes (8 MiB for q and qt together, more than this machine's
 // L2 per core and a good part of an L3) are written non-temporally: the caller cannot find
@@ -248,10 +248,10 @@ struct Job {
   std::size_t stride;
 };
 
-// Column tiles [t0, t1) of chunk c (64 columns x the chunk's rows) into qt, each through the
-// tile buffer `tb` (64 x kBandRows, column-major).
-void transpose_tiles(const Job& job, const Chunk& c, std::size_t t0, std::size_t t1, std::uint8_t* tb) {
-  for (std::size_t t = t0; t < t1; ++t) {
+// Chunk c into qt, by column tiles (64 columns x the chunk's rows), each through the tile
+// buffer `tb` (64 x kBandRows, column-major).
+void transpose_chunk(const Job& job, const Chunk& c, std::uint8_t* tb) {
+  for (std::size_t t = 0; t < c.tiles(); ++t) {
     const std::size_t j0 = t * kTransposeTile, tw = std::min(kTransposeTile, c.w - j0);
 #if defined(__SSE2__)
     // the next tile's lines (one per row) are in L2 or L3: ask for them now
@@ -277,50 +277,42 @@ void throw_first_nan(const Job& job, std::size_t r0, std::size_t r1) {
 
 // Bands [b0, b1): returns the amax pattern (fp32 bits for fp32; the 16-bit pattern otherwise).
 std::uint32_t run_bands(const Job& job, const Bands& bands, std::size_t b0, std::size_t b1) {
-  // two chunk buffers (the one being filled, the one being transposed) and the L1 tile
-  const std::size_t kBufBytes = std::min(kBandRows, job.rows) * job.stride;
+  // the chunk buffer (up to 256 x 4160 bytes: L2 and L3) and the tile buffer (16 KiB, L1)
+  const std::size_t buf_bytes = std::min(kBandRows, job.rows) * job.stride;
   constexpr std::size_t kTileBytes = kTransposeTile * kBandRows;
-  const std::unique_ptr<std::uint8_t[]> storage(new std::uint8_t[2 * kBufBytes + kTileBytes + 64]);
-  std::uint8_t* base = storage.get() + (64 - reinterpret_cast<std::uintptr_t>(storage.get()) % 64) % 64;
-  std::uint8_t* const bufs[2] = {base, base + kBufBytes};
-  std::uint8_t* const tb = base + 2 * kBufBytes;
+  const std::unique_ptr<std::uint8_t[]> storage(new std::uint8_t[buf_bytes + kTileBytes + 64]);
+  std::uint8_t* const buf = storage.get() + (64 - reinterpret_cast<std::uintptr_t>(storage.get()) % 64) % 64;
+  std::uint8_t* const tb = buf + buf_bytes;
 
   std::uint32_t amax = 0;
-  Chunk prev;  // h == 0: none pending
-  int which = 0;
   for (std::size_t b = b0; b < b1; ++b) {
     const std::size_t r0 = bands.start(b), r1 = bands.start(b + 1);
     bool nan = false;
     for (std::size_t c0 = 0; c0 < job.cols; c0 += kChunkCols) {
-      const Chunk cur{r0, r1 - r0, c0, std::min(kChunkCols, job.cols - c0), bufs[which]};
-      const std::size_t prev_tiles = prev.tiles();
-      std::size_t prev_done = 0;
-      for (std::size_t r = 0; r < cur.h; ++r) {
+      const Chunk chunk{r0, r1 - r0, c0, std::min(kChunkCols, job.cols - c0), buf};
+      for (std::size_t r = 0; r < chunk.h; ++r) {
         const std::size_t i0 = (r0 + r) * job.cols + c0;
         const std::byte* src = job.in + i0 * job.ib;
-        std::uint8_t* row = cur.buf + r * job.stride;
+        std::uint8_t* row = buf + r * job.stride;
         if (job.fn != nullptr) {
-          nan = job.fn(src, row, cur.w, i0, *job.params) || nan;
+          nan = job.fn(src, row, chunk.w, i0, *job.params) || nan;
         } else {
-          for (std::size_t j = 0; j < cur.w; ++j) {
+          for (std::size_t j = 0; j < chunk.w; ++j) {
             const Converted cv = convert_one(load_code(src + j * job.ib, job.ib), *job.from, *job.to, *job.options, i0 + j);
             row[j] = static_cast<std::uint8_t>(cv.code);
             nan = nan || cv.nan_unrepresentable;
           }
         }
-        amax = std::max(amax, job.ib == 4 ? job.k->amax32(src, cur.w) : std::uint32_t{job.k->amax16(src, cur.w)});
-        store_codes(job.q + i0, row, cur.w, job.stream);
-        // this row's share of the previous chunk: all of it once the last row is done
-        const std::size_t target = prev_tiles * (r + 1) / cur.h;
-        transpose_tiles(job, prev, prev_done, target, tb);
-        prev_done = target;
+        // the segment is still in L1
+        amax = std::max(amax, job.ib == 4 ? job.k->amax32(src, chunk.w) : std::uint32_t{job.k->amax16(src, chunk.w)});
+        store_codes(job.q + i0, row, chunk.w, job.stream);
       }
-      prev = cur;
-      which ^= 1;
+      transpose_chunk(job, chunk, tb);
     }
+    // a NaN the target cannot hold: name the first one of the band in index order (the chunks
+    // of a band are not in index order)
     if (nan && job.options->nan == NanPolicy::kError) throw_first_nan(job, r0, r1);
   }
-  transpose_tiles(job, prev, 0, prev.tiles(), tb);
   fence_streams();
   return amax;
 }
@@ -356,7 +348,13 @@ float cast_transpose(std::span<const std::byte> in, const Format& from, std::siz
   detail::parallel_pinned(
       bands.count(), bulk.threads,
       [&](std::size_t b0, std::size_t b1) {
-        const std::uint32_t local = run_bands(job, bands, b0, b1);
+        std::uint32_t local = 0;
+        try {
+          local = run_bands(job, bands, b0, b1);
+        } catch (...) {
+          fence_streams();  // what was streamed before the error is in place like the rest
+          throw;
+        }
         std::uint32_t seen = amax.load();
         while (local > seen && !amax.compare_exchange_weak(seen, local)) {
         }

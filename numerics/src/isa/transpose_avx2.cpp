@@ -54,7 +54,7 @@ inline void transpose8x32(const std::uint8_t* src, std::size_t ss, std::uint8_t*
   store_pair(_mm256_unpacklo_epi32(c02, c42), dst, ds, 8);
   store_pair(_mm256_unpackhi_epi32(c02, c42), dst, ds, 10);
   store_pair(_mm256_unpacklo_epi32(c03, c43), dst, ds, 12);
-  store_pair(_mm256_unpacklo_epi32(c03, c43), dst, ds, 14);
+  store_pair(_mm256_unpackhi_epi32(c03, c43), dst, ds, 14);
 }
 
 void tile_avx2(const std::uint8_t* src, std::size_t ss, std::uint8_t* dst, std::size_t ds, std::size_t nr,
