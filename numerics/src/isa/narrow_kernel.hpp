@@ -343,7 +343,11 @@ struct NarrowKernel {
         }
       }
       for (; i < s1; i += 32) keep(i, mx_code<fp8q::detail::Source::kBF16>(src + 2 * i, k, m));
-      for (i = s0; i < s1; i += 32) {  // pass 2
+      // pass 2; each block also prefetches the line the next stretch's pass 1 reads (past
+      // the row's end too: rows usually follow one another, and a prefetch never faults),
+      // so that its loads overlap this pass's arithmetic instead of stalling pass 1
+      for (i = s0; i < s1; i += 32) {
+        _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(src) + 2 * (i + kStretch)), _MM_HINT_T0);
         const unsigned code = scales[i / 32];
         if (!odd || code - lo <= 254 - lo) {
           const auto ebv = Ops16::broadcast(&eb[(i - s0) / 32]);
