@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "isa/narrow.hpp"
+#include "isa/narrow_flavor.hpp"
 
 template <class Ops16>
 struct NarrowBf16Kernel {
@@ -56,29 +57,6 @@ struct NarrowBf16Kernel {
 
   // The largest d this kernel takes: E = 0 lanes then stay at idx 0 (see above).
   static int max_offset(const fp8q::detail::NarrowParams& p) { return 127 + p.emin - p.man_bits - 3; }
-
-  // The per-target choices that would otherwise be branches in the inner loop, as types.
-  template <bool InfResult, bool NegativeZero, bool Sign7, bool HasNan>
-  struct Flavor {
-    static constexpr bool kInfResult = InfResult;        // overflow gives Inf/NaN, not max
-    static constexpr bool kNegativeZero = NegativeZero;  // the target has -0 (fnuz does not)
-    static constexpr bool kSign7 = Sign7;                // an 8-bit target: the sign is bit 7
-    static constexpr bool kHasNan = HasNan;
-  };
-  // Calls body(Flavor<...>{}) with p's flavor; returns what it returns.
-  template <class Body>
-  static auto with_flavor(const fp8q::detail::NarrowParams& p, const Body& body) {
-    return flavor_bit<0>(p, body);
-  }
-  template <int I, class Body, bool... Bits>
-  static auto flavor_bit(const fp8q::detail::NarrowParams& p, const Body& body) {
-    if constexpr (I == 4) {
-      return body(Flavor<Bits...>{});
-    } else {
-      const bool bit = I == 0 ? p.inf_result : I == 1 ? p.negative_zero : I == 2 ? p.sign_shift == 7 : p.has_nan;
-      return bit ? flavor_bit<I + 1, Body, Bits..., true>(p, body) : flavor_bit<I + 1, Body, Bits..., false>(p, body);
-    }
-  }
 
   // Magnitude codes (before the sign) of 16 bf16 patterns times 2^d; eb = Eb for this d,
   // eb_idx = Eb - m - 2.
@@ -120,7 +98,7 @@ struct NarrowBf16Kernel {
     const Consts k(p);
     const V eb = eb_vec(k, d), eb_idx = eb_idx_vec(k, eb);
     const auto* src = static_cast<const unsigned char*>(in);
-    return with_flavor(p, [&](auto flavor) {
+    return narrow_flavor(p, [&](auto flavor) {
       using Fl = decltype(flavor);
       V nan_seen = Ops16::set1(0);
       for (std::size_t i = 0; i < n; i += 32) block32<Fl, kStream>(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);

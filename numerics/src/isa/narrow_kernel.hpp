@@ -25,6 +25,7 @@
 #include "fp8q/numerics/philox.hpp"
 #include "isa/narrow.hpp"
 #include "isa/narrow_bf16_kernel.hpp"
+#include "isa/narrow_flavor.hpp"
 
 // Ops16: the ISA's 16-bit-lane operations for the bf16 nearest-even kernel
 // (narrow_bf16_kernel.hpp), or void where the ISA has none.
@@ -227,9 +228,65 @@ struct NarrowKernel {
   static constexpr bool kInterleaved =
       Ops::kInterleavedBf16 && S == fp8q::detail::Source::kBF16 && R == fp8q::Rounding::kNearestEven;
 
+  // Nearest-even magnitude codes with the target's choices fixed at compile time (the sign is
+  // applied by the store).
+  template <class Fl>
+  [[gnu::always_inline]] static V rne_mag(V u, const Consts& k, V& nan_seen) {
+    V mag = rne_magnitude(u, k);
+    if constexpr (Fl::kInfResult) {
+      mag = Ops::select(Ops::gt(mag, k.max_code), k.inf_or_nan, mag);
+    } else {
+      mag = Ops::min(mag, k.max_code);
+    }
+    const V is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);
+    if constexpr (!Fl::kHasNan) nan_seen = Ops::bor(nan_seen, is_nan);
+    return Ops::select(is_nan, k.nan_code, mag);
+  }
+
+  // Nearest-even in natural element order, one loop per flavor; an 8-bit target takes its
+  // sign bits 32 at a time in the store (Ops::store_bytes4_signed), others per vector.
+  template <fp8q::detail::Source S, Scale kScale, bool kStream>
+  static bool run_rne(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
+                      const fp8q::detail::NarrowParams& p) {
+    const Consts k(p);
+    constexpr std::size_t L = Ops::kLanes;
+    constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
+    const auto* src = static_cast<const unsigned char*>(in);
+    std::size_t i = 0;
+    const bool nan_unrepresentable = narrow_flavor(p, [&](auto flavor) {
+      using Fl = decltype(flavor);
+      V nan_seen = k.zero;
+      for (; i + 4 * L <= n; i += 4 * L) {
+        const unsigned char* block = src + i * kBytes;
+        V u[4], c[4];
+        for (std::size_t j = 0; j < 4; ++j) {
+          u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
+          if constexpr (kScale != Scale::kNone) u[j] = Ops::bits(scaled<kScale>(Ops::as_float(u[j]), k.scale));
+          c[j] = rne_mag<Fl>(u[j], k, nan_seen);
+        }
+        if constexpr (Fl::kSign7) {
+          Ops::template store_bytes4_signed<kStream, Fl::kNegativeZero>(out + i, c, u);
+        } else {
+          for (std::size_t j = 0; j < 4; ++j) {
+            V sign = Ops::srl(Ops::band(u[j], k.c80000000), 31 - k.sign_shift);
+            if constexpr (!Fl::kNegativeZero) sign = Ops::andnot(Ops::eq(c[j], k.zero), sign);
+            c[j] = Ops::bor(c[j], sign);
+          }
+          Ops::template store_bytes4<kStream>(out + i, c[0], c[1], c[2], c[3]);
+        }
+      }
+      if constexpr (kStream) Ops::stream_fence();
+      return Ops::any(nan_seen);
+    });
+    return tail<S>(src, out, i, n, index0, p) || nan_unrepresentable;  // the tail: scalar reference
+  }
+
   template <fp8q::detail::Source S, fp8q::Rounding R, Scale kScale, bool kStream>
   static bool run_impl(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                        const fp8q::detail::NarrowParams& p) {
+    if constexpr (R == fp8q::Rounding::kNearestEven && !kInterleaved<S, R>) {
+      return run_rne<S, kScale, kStream>(in, out, n, index0, p);
+    }
     const Consts k(p);
     constexpr std::size_t L = Ops::kLanes;
     constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
@@ -374,7 +431,7 @@ struct NarrowKernel {
     // a large output whose rows start aligned is streamed (see kStreamBytes)
     const bool stream = m.stream && reinterpret_cast<std::uintptr_t>(out) % fp8q::detail::kStreamAlign == 0;
     if constexpr (kBf16MxFast<S, R>) {
-      return Bf16::with_flavor(p, [&](auto flavor) {
+      return narrow_flavor(p, [&](auto flavor) {
         return stream ? run_mx_bf16<decltype(flavor), true>(in, out, scales, n, p, m)
                       : run_mx_bf16<decltype(flavor), false>(in, out, scales, n, p, m);
       });
