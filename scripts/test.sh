@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite from nothing: installs what is missing, builds, runs every test
-# (the exhaustive 2^32-input checks included, label `exhaustive`) with CTest.
+# (the exhaustive 2^32-input checks included, label `exhaustive`) with CTest, then fuzzes
+# every parser of untrusted files for a short while (scripts/fuzz.sh, its own Clang build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FP8Q_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
-cd "$build"
-ctest --output-on-failure --parallel "$(nproc)" --timeout 1800
+(cd "$build" && ctest --output-on-failure --parallel "$(nproc)" --timeout 1800)
+"$root/scripts/fuzz.sh"
