@@ -175,46 +175,39 @@ void observe_chunks(HistogramObserver& h, const std::vector<T>& x, const std::ve
 }
 
 // ---- the cases -------------------------------------------------------------------------------
+// Every bin count, tail size, compiled kernel set, chunking and thread count against the
+// definition computed on the widened bits.
+template <class T>
+void check_every_path(const char* kind, const std::vector<T>& x, const std::vector<std::uint32_t>& bits,
+                      std::initializer_list<int> bin_counts, unsigned chunking_seed) {
+  const auto cuts_all = chunkings(x.size(), chunking_seed);
+  for (int bins : bin_counts)
+    for (int tail : {0, 7, 256}) {
+      const Expected e = define(bits, bins, tail);
+      for (Isa isa : compiled_isas())
+        for (std::size_t c = 0; c < cuts_all.size(); ++c)
+          for (int threads : {1, 3}) {
+            HistogramObserver h({bins, tail, isa});
+            observe_chunks(h, x, cuts_all[c], threads);
+            expect_state(h, e, std::string(kind) + " n " + std::to_string(x.size()) + " bins " + std::to_string(bins) +
+                                   " tail " + std::to_string(tail) + " " + std::string(isa_name(isa)) + " chunking " +
+                                   std::to_string(c) + " threads " + std::to_string(threads));
+          }
+    }
+}
+
 TEST(HistogramPaths, AdversarialFp32MatchesTheDefinitionOnEveryPath) {
   // 64 and 4096 bins take the fp32 tally (2 and 128 sub-bins), 8192 and 65536 the binned path
   for (std::size_t n : {std::size_t{50021}, std::size_t{8192 + 13}}) {
     const auto bits = adversarial(n, static_cast<unsigned>(n));
-    const auto x = as_f32(bits);
-    const auto cuts_all = chunkings(n, 3);
-    for (int bins : {64, 2048, 4096, 8192, 65536})
-      for (int tail : {0, 7, 256}) {
-        const Expected e = define(bits, bins, tail);
-        for (Isa isa : compiled_isas())
-          for (std::size_t c = 0; c < cuts_all.size(); ++c)
-            for (int threads : {1, 3}) {
-              HistogramObserver h({bins, tail, isa});
-              observe_chunks(h, x, cuts_all[c], threads);
-              expect_state(h, e, "fp32 n " + std::to_string(n) + " bins " + std::to_string(bins) + " tail " +
-                                     std::to_string(tail) + " " + std::string(isa_name(isa)) + " chunking " +
-                                     std::to_string(c) + " threads " + std::to_string(threads));
-            }
-      }
+    check_every_path("fp32", as_f32(bits), bits, {64, 2048, 4096, 8192, 65536}, 3);
   }
 }
 
 TEST(HistogramPaths, AdversarialBf16MatchesTheDefinitionOnEveryPath) {
   for (std::size_t n : {std::size_t{50021}, std::size_t{8192 + 13}}) {
     const auto h16 = as_bf16(adversarial(n, static_cast<unsigned>(n) + 1));
-    const auto bits = widened(h16);
-    const auto cuts_all = chunkings(n, 4);
-    for (int bins : {64, 2048, 65536})
-      for (int tail : {0, 7, 256}) {
-        const Expected e = define(bits, bins, tail);
-        for (Isa isa : compiled_isas())
-          for (std::size_t c = 0; c < cuts_all.size(); ++c)
-            for (int threads : {1, 3}) {
-              HistogramObserver h({bins, tail, isa});
-              observe_chunks(h, h16, cuts_all[c], threads);
-              expect_state(h, e, "bf16 n " + std::to_string(n) + " bins " + std::to_string(bins) + " tail " +
-                                     std::to_string(tail) + " " + std::string(isa_name(isa)) + " chunking " +
-                                     std::to_string(c) + " threads " + std::to_string(threads));
-            }
-      }
+    check_every_path("bf16", h16, widened(h16), {64, 2048, 65536}, 4);
   }
 }
 

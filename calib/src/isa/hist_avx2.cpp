@@ -23,40 +23,56 @@ inline std::uint32_t abs_one_f32(const void* in, std::size_t i) {
   return static_cast<const std::uint32_t*>(in)[i] & 0x7FFFFFFFu;
 }
 
+// Scan statistics of 8 |x| lanes, kept in vectors across a call.
+struct Stats {
+  __m256i max = _mm256_setzero_si256(), zeros = _mm256_setzero_si256(), low = _mm256_set1_epi32(-1);
+  void add(__m256i a, __m256i is_zero) {
+    max = _mm256_max_epu32(max, a);
+    zeros = _mm256_sub_epi32(zeros, is_zero);                         // a lane of all ones is -1
+    low = _mm256_min_epu32(low, _mm256_sub_epi32(a, _mm256_set1_epi32(1)));  // 0 - 1 wraps: zeros never win
+  }
+  void merge(const Stats& o) {
+    max = _mm256_max_epu32(max, o.max);
+    zeros = _mm256_add_epi32(zeros, o.zeros);
+    low = _mm256_min_epu32(low, o.low);
+  }
+  // Horizontal reduction, then the scalar elements i .. n - 1.
+  template <std::uint32_t (*One)(const void*, std::size_t)>
+  ScanResult finish(const void* in, std::size_t i, std::size_t n) const {
+    alignas(32) std::uint32_t m[8], z[8], l[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(m), max);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(z), zeros);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(l), low);
+    ScanResult r;
+    std::uint32_t lo = 0xFFFFFFFFu;
+    for (int k = 0; k < 8; ++k) {
+      r.max_bits = m[k] > r.max_bits ? m[k] : r.max_bits;
+      r.zeros += z[k];
+      lo = l[k] < lo ? l[k] : lo;
+    }
+    for (; i < n; ++i) {
+      const std::uint32_t a = One(in, i);
+      r.max_bits = a > r.max_bits ? a : r.max_bits;
+      r.zeros += a == 0;
+      lo = a - 1 < lo ? a - 1 : lo;
+    }
+    r.min_nonzero_bits = lo + 1 == 0 ? 0xFFFFFFFFu : lo + 1;
+    return r;
+  }
+};
+
 template <__m256i (*Load)(const void*, std::size_t), std::uint32_t (*One)(const void*, std::size_t)>
 ScanResult scan(const void* in, std::size_t n) {
-  __m256i m0 = _mm256_setzero_si256(), m1 = m0, z0 = m0, z1 = m0;
-  __m256i l0 = _mm256_set1_epi32(-1), l1 = l0;
-  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  Stats s0, s1;  // two chains, so that consecutive vectors do not wait for each other
+  const __m256i zero = _mm256_setzero_si256();
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m256i a = Load(in, i), b = Load(in, i + 8);
-    m0 = _mm256_max_epu32(m0, a);
-    m1 = _mm256_max_epu32(m1, b);
-    z0 = _mm256_sub_epi32(z0, _mm256_cmpeq_epi32(a, zero));  // a lane of all ones is -1
-    z1 = _mm256_sub_epi32(z1, _mm256_cmpeq_epi32(b, zero));
-    l0 = _mm256_min_epu32(l0, _mm256_sub_epi32(a, one));  // 0 - 1 wraps: zeros never win
-    l1 = _mm256_min_epu32(l1, _mm256_sub_epi32(b, one));
+    s0.add(a, _mm256_cmpeq_epi32(a, zero));
+    s1.add(b, _mm256_cmpeq_epi32(b, zero));
   }
-  alignas(32) std::uint32_t m[8], z[8], l[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(m), _mm256_max_epu32(m0, m1));
-  _mm256_store_si256(reinterpret_cast<__m256i*>(z), _mm256_add_epi32(z0, z1));
-  _mm256_store_si256(reinterpret_cast<__m256i*>(l), _mm256_min_epu32(l0, l1));
-  ScanResult r;
-  std::uint32_t lo = 0xFFFFFFFFu;
-  for (int k = 0; k < 8; ++k) {
-    r.max_bits = m[k] > r.max_bits ? m[k] : r.max_bits;
-    r.zeros += z[k];
-    lo = l[k] < lo ? l[k] : lo;
-  }
-  for (; i < n; ++i) {
-    const std::uint32_t a = One(in, i);
-    r.max_bits = a > r.max_bits ? a : r.max_bits;
-    r.zeros += a == 0;
-    lo = a - 1 < lo ? a - 1 : lo;
-  }
-  r.min_nonzero_bits = lo + 1 == 0 ? 0xFFFFFFFFu : lo + 1;
-  return r;
+  s0.merge(s1);
+  return s0.template finish<One>(in, i, n);
 }
 
 template <__m256i (*Load)(const void*, std::size_t), std::uint32_t (*One)(const void*, std::size_t)>
@@ -83,37 +99,6 @@ void count(const void* in, std::size_t n, int shift, int base, std::uint32_t* ta
 }
 
 // ---- pattern tallies ---------------------------------------------------------------------------
-// Scan statistics of 8 |x| lanes, kept in vectors across a call.
-struct Stats {
-  __m256i max = _mm256_setzero_si256(), zeros = _mm256_setzero_si256(), low = _mm256_set1_epi32(-1);
-  void add(__m256i a, __m256i is_zero) {
-    max = _mm256_max_epu32(max, a);
-    zeros = _mm256_sub_epi32(zeros, is_zero);                         // a lane of all ones is -1
-    low = _mm256_min_epu32(low, _mm256_sub_epi32(a, _mm256_set1_epi32(1)));  // 0 - 1 wraps: zeros never win
-  }
-  // Horizontal reduction, then the scalar elements i .. n - 1.
-  ScanResult finish(const float* in, std::size_t i, std::size_t n) const {
-    alignas(32) std::uint32_t m[8], z[8], l[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(m), max);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(z), zeros);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(l), low);
-    ScanResult r;
-    std::uint32_t lo = 0xFFFFFFFFu;
-    for (int k = 0; k < 8; ++k) {
-      r.max_bits = m[k] > r.max_bits ? m[k] : r.max_bits;
-      r.zeros += z[k];
-      lo = l[k] < lo ? l[k] : lo;
-    }
-    for (; i < n; ++i) {
-      const std::uint32_t a = abs_one_f32(in, i);
-      r.max_bits = a > r.max_bits ? a : r.max_bits;
-      r.zeros += a == 0;
-      lo = a - 1 < lo ? a - 1 : lo;
-    }
-    r.min_nonzero_bits = lo + 1 == 0 ? 0xFFFFFFFFu : lo + 1;
-    return r;
-  }
-};
 
 // Four 16-bit slot numbers from one 64-bit word, each incremented.
 inline void bump4(std::uint64_t w, std::uint32_t* table) {
@@ -157,7 +142,7 @@ ScanResult tally_f32(const float* in, std::size_t n, std::uint32_t* table) {
     }
   }
   for (std::size_t j = i; j < n; ++j) table[abs_one_f32(in, j) >> 16] += 1;
-  return st.finish(in, i, n);
+  return st.finish<abs_one_f32>(in, i, n);
 }
 
 // fp32, zeros spread: the slots of 16 elements packed to 16-bit lanes, q == 0 replaced by the
@@ -175,7 +160,7 @@ ScanResult tally_f32_zeros(const float* in, std::size_t n, std::uint32_t* table)
     bump16(_mm256_blendv_epi8(q, spread, _mm256_cmpeq_epi16(q, zero)), table);
   }
   for (std::size_t j = i; j < n; ++j) table[abs_one_f32(in, j) >> 16] += 1;
-  return st.finish(in, i, n);
+  return st.finish<abs_one_f32>(in, i, n);
 }
 
 // bf16, plain: four patterns per 64-bit load, sign masked; nothing else to compute.

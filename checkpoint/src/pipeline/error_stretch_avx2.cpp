@@ -75,6 +75,44 @@ inline void add4(Acc& a, __m256d x, __m256d h, __m256d keep, __m256d threshold, 
   saturated += static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(_mm256_movemask_pd(over))));
 }
 
+// A stretch's sums after its vector steps, and what remains to add.
+struct Partials {
+  double* sig;  // the four partial sums, as stored from the vector lanes
+  double* err;
+  double max_err;
+  std::uint64_t counted, nonfinite, saturated;
+};
+
+// The last elements [i, n) of the stretch as the specification steps them (a full group of 4
+// into partials 0..3, then the rest into partial 0), then the stretch's totals into st.
+template <DType D, bool kPerElement>
+void finish(const Stretch& s, std::size_t i, Partials p, ErrorStats& st) {
+  auto add = [&](std::size_t j, std::size_t k) {
+    const float xv = load1<D>(s.x, j);
+    const float sc = kPerElement ? s.scales[j] : s.scale;
+    const float xh = s.decoded[s.codes[j]] * sc;
+    if (!(std::fabs(xv) <= FLT_MAX) || !(std::fabs(xh) <= FLT_MAX)) {
+      ++p.nonfinite;
+      return;
+    }
+    const double x = xv, e = x - static_cast<double>(xh);
+    ++p.counted;
+    p.sig[k] += x * x;
+    p.err[k] += e * e;
+    p.max_err = std::max(p.max_err, std::fabs(e));
+    p.saturated += std::fabs(x) > s.clip * static_cast<double>(sc) ? 1 : 0;
+  };
+  for (; i + 4 <= s.n; i += 4)
+    for (std::size_t k = 0; k < 4; ++k) add(i + k, k);
+  for (; i < s.n; ++i) add(i, 0);
+  st.count += p.counted;
+  st.nonfinite += p.nonfinite;
+  st.saturated += p.saturated;
+  st.sum_sq_signal += (p.sig[0] + p.sig[1]) + (p.sig[2] + p.sig[3]);
+  st.sum_sq_error += (p.err[0] + p.err[1]) + (p.err[2] + p.err[3]);
+  st.max_abs_error = p.max_err;
+}
+
 // The masked kernel: any stretch, including NaN / Inf and saturated elements.
 template <DType D, bool kPerElement>
 void stretch_masked(const Stretch& s, ErrorStats& st) {
@@ -116,32 +154,7 @@ void stretch_masked(const Stretch& s, ErrorStats& st) {
   _mm256_store_pd(mx, a.max);
   double max_err = std::max(std::max(st.max_abs_error, std::max(mx[0], mx[1])), std::max(mx[2], mx[3]));
   std::uint64_t nonfinite = i - counted;  // of the vector steps
-  // The last n mod 8 elements, as the specification steps them: a full group of 4 into
-  // partials 0..3, then the rest into partial 0.
-  auto add = [&](std::size_t j, std::size_t k) {
-    const float xv = load1<D>(s.x, j);
-    const float sc = kPerElement ? s.scales[j] : s.scale;
-    const float xh = s.decoded[s.codes[j]] * sc;
-    if (!(std::fabs(xv) <= FLT_MAX) || !(std::fabs(xh) <= FLT_MAX)) {
-      ++nonfinite;
-      return;
-    }
-    const double x = xv, e = x - static_cast<double>(xh);
-    ++counted;
-    sig[k] += x * x;
-    err[k] += e * e;
-    max_err = std::max(max_err, std::fabs(e));
-    saturated += std::fabs(x) > s.clip * static_cast<double>(sc) ? 1 : 0;
-  };
-  for (; i + 4 <= s.n; i += 4)
-    for (std::size_t k = 0; k < 4; ++k) add(i + k, k);
-  for (; i < s.n; ++i) add(i, 0);
-  st.count += counted;
-  st.nonfinite += nonfinite;
-  st.saturated += saturated;
-  st.sum_sq_signal += (sig[0] + sig[1]) + (sig[2] + sig[3]);
-  st.sum_sq_error += (err[0] + err[1]) + (err[2] + err[3]);
-  st.max_abs_error = max_err;
+  finish<D, kPerElement>(s, i, {sig, err, max_err, counted, nonfinite, saturated}, st);
 }
 
 // The fast kernel, for the stretches of real weights: every x and x^ finite, no code NaN or
@@ -231,32 +244,7 @@ bool stretch_fast(const Stretch& s, ErrorStats& st) {
   alignas(32) double sg[4], er[4];
   _mm256_store_pd(sg, sig);
   _mm256_store_pd(er, err);
-  std::uint64_t counted = n8, nonfinite = 0, saturated = 0;
-  auto add = [&](std::size_t j, std::size_t k) {
-    const float xv = load1<D>(s.x, j);
-    const float sc = kPerElement ? s.scales[j] : s.scale;
-    const float xh = s.decoded[s.codes[j]] * sc;
-    if (!(std::fabs(xv) <= FLT_MAX) || !(std::fabs(xh) <= FLT_MAX)) {
-      ++nonfinite;
-      return;
-    }
-    const double x = xv, e = x - static_cast<double>(xh);
-    ++counted;
-    sg[k] += x * x;
-    er[k] += e * e;
-    max_err = std::max(max_err, std::fabs(e));
-    saturated += std::fabs(x) > s.clip * static_cast<double>(sc) ? 1 : 0;
-  };
-  std::size_t i = n8;
-  for (; i + 4 <= s.n; i += 4)
-    for (std::size_t k = 0; k < 4; ++k) add(i + k, k);
-  for (; i < s.n; ++i) add(i, 0);
-  st.count += counted;
-  st.nonfinite += nonfinite;
-  st.saturated += saturated;
-  st.sum_sq_signal += (sg[0] + sg[1]) + (sg[2] + sg[3]);
-  st.sum_sq_error += (er[0] + er[1]) + (er[2] + er[3]);
-  st.max_abs_error = max_err;
+  finish<D, kPerElement>(s, n8, {sg, er, max_err, n8, 0, 0}, st);
   return true;
 }
 
