@@ -12,13 +12,14 @@ inline constexpr std::size_t kMr = 6, kNr = 16;
 
 // out[i * ldo + j] = the sequence acc = fp32(acc + fp32(a_k,i * b_k,j)) for k = 0 .. kc-1,
 // starting from init[i * ldi + j] (or +0 when init is null; init may equal out): every product rounded (exact
-// for decoded FP8 operands), every addition rounded, in k order; never fused (no FMA). Packed
+// for decoded FP8 operands, so a fused multiply-add gives the same bits), every addition
+// rounded, in k order. Packed
 // operands: ap[k * kMr + i], bp[k * kNr + j]. Each lane is one output, so the vector width
 // cannot change a result.
 using SeqKernel = void (*)(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi,
                           float* out, std::size_t ldo);
 
 SeqKernel seq_kernel_generic();
-SeqKernel seq_kernel_avx2();  // nullptr when this binary has no AVX2 path
+SeqKernel seq_kernel_avx2();  // nullptr when this binary or CPU has no AVX2 + FMA path
 
 }  // namespace fp8q::detail
