@@ -74,7 +74,9 @@ struct NarrowKernel {
     typename Ops::F scale;
     int man_bits, sign_shift;
     V key0[10], key1[10];  // Philox key schedule for this seed: (k0 + r W0, k1 + r W1)
-    explicit Consts(const fp8q::detail::NarrowParams& p)
+    // philox: also the key schedule, which only stochastic rounding reads (the block-scaled
+    // drivers call a kernel per block, so the other modes skip its 20 broadcasts)
+    explicit Consts(const fp8q::detail::NarrowParams& p, bool philox = true)
         : c7fffffff(Ops::set1(0x7FFFFFFF)), c7fffff(Ops::set1(0x7FFFFF)), c800000(Ops::set1(0x800000)),
           c7f800000(Ops::set1(0x7F800000)), c80000000(Ops::set1(static_cast<std::int32_t>(0x80000000u))),
           one(Ops::set1(1)), zero(Ops::set1(0)), m1_127(Ops::set1(127)), emin(Ops::set1(p.emin)),
@@ -85,6 +87,7 @@ struct NarrowKernel {
           quantum_shift(Ops::set1((23 - p.man_bits) << 23)),
           scale(Ops::set1f(p.scale)), man_bits(p.man_bits),
           sign_shift(p.sign_shift) {
+      if (!philox) return;
       auto k0 = static_cast<std::uint32_t>(p.options->seed), k1 = static_cast<std::uint32_t>(p.options->seed >> 32);
       for (int r = 0; r < 10; ++r, k0 += fp8q::kPhiloxW0, k1 += fp8q::kPhiloxW1) {
         key0[r] = Ops::set1(static_cast<std::int32_t>(k0));
@@ -243,12 +246,13 @@ struct NarrowKernel {
     return Ops::select(is_nan, k.nan_code, mag);
   }
 
-  // Nearest-even in natural element order, one loop per flavor; an 8-bit target takes its
-  // sign bits 32 at a time in the store (Ops::store_bytes4_signed), others per vector.
+  // Nearest-even, one loop per flavor; an 8-bit target takes its sign bits 32 at a time in
+  // the store (Ops::store_bytes4_signed), others per vector. bf16 may load interleaved.
   template <fp8q::detail::Source S, Scale kScale, bool kStream>
   static bool run_rne(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                       const fp8q::detail::NarrowParams& p) {
-    const Consts k(p);
+    constexpr bool kInter = kInterleaved<S, fp8q::Rounding::kNearestEven>;
+    const Consts k(p, false);
     constexpr std::size_t L = Ops::kLanes;
     constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
     const auto* src = static_cast<const unsigned char*>(in);
@@ -259,13 +263,21 @@ struct NarrowKernel {
       for (; i + 4 * L <= n; i += 4 * L) {
         const unsigned char* block = src + i * kBytes;
         V u[4], c[4];
+        if constexpr (kInter) Ops::load4_bf16_interleaved(block, u);
         for (std::size_t j = 0; j < 4; ++j) {
-          u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
+          if constexpr (!kInter) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
           if constexpr (kScale != Scale::kNone) u[j] = Ops::bits(scaled<kScale>(Ops::as_float(u[j]), k.scale));
           c[j] = rne_mag<Fl>(u[j], k, nan_seen);
         }
         if constexpr (Fl::kSign7) {
-          Ops::template store_bytes4_signed<kStream, Fl::kNegativeZero>(out + i, c, u);
+          Ops::template store_bytes4_signed<kStream, Fl::kNegativeZero, kInter>(out + i, c, u);
+        } else if constexpr (kInter) {
+          for (std::size_t j = 0; j < 4; ++j) {
+            V sign = Ops::srl(Ops::band(u[j], k.c80000000), 31 - k.sign_shift);
+            if constexpr (!Fl::kNegativeZero) sign = Ops::andnot(Ops::eq(c[j], k.zero), sign);
+            c[j] = Ops::bor(c[j], sign);
+          }
+          Ops::template store_bytes4_interleaved<kStream>(out + i, c[0], c[1], c[2], c[3]);
         } else {
           for (std::size_t j = 0; j < 4; ++j) {
             V sign = Ops::srl(Ops::band(u[j], k.c80000000), 31 - k.sign_shift);
@@ -284,9 +296,7 @@ struct NarrowKernel {
   template <fp8q::detail::Source S, fp8q::Rounding R, Scale kScale, bool kStream>
   static bool run_impl(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                        const fp8q::detail::NarrowParams& p) {
-    if constexpr (R == fp8q::Rounding::kNearestEven && !kInterleaved<S, R>) {
-      return run_rne<S, kScale, kStream>(in, out, n, index0, p);
-    }
+    if constexpr (R == fp8q::Rounding::kNearestEven) return run_rne<S, kScale, kStream>(in, out, n, index0, p);
     const Consts k(p);
     constexpr std::size_t L = Ops::kLanes;
     constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
@@ -357,7 +367,7 @@ struct NarrowKernel {
   static std::size_t run_mx_bf16(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                                  const fp8q::detail::NarrowParams& p, const fp8q::detail::MxParams& m) {
     static_assert(Ops::kInterleavedBf16 && 4 * Ops::kLanes == 32, "one fp32-kernel group is one block");
-    const Consts k(p);
+    const Consts k(p, false);
     const typename Bf16::Consts k16(p);
     const unsigned lo = static_cast<unsigned>(127 - Bf16::max_offset(p));  // codes lo .. 254: 16-bit kernel
     const auto h7f = Ops16::h_set1(0x7F), alo = Ops16::h_set1(m.affine_lo), ahi = Ops16::h_set1(m.affine_hi);

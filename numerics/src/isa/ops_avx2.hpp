@@ -90,14 +90,20 @@ struct OpsAvx2 {
   // Magnitude codes c[0..3] (<= 0x7F) of 8-bit targets with the sign bits of the fp32
   // patterns u[0..3] in bit 7: the signed saturating packs keep each lane's sign, so 32 signs
   // take four operations; without -0 a zero code keeps no sign.
-  template <bool kStream, bool kNegativeZero>
+  // kInterleaved: the lanes came from load4_bf16_interleaved (the order of
+  // store_bytes4_interleaved), else from four natural-order loads (that of store_bytes4).
+  template <bool kStream, bool kNegativeZero, bool kInterleaved = false>
   static void store_bytes4_signed(std::uint8_t* out, const V c[4], const V u[4]) {
     const V codes = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
     V sign = _mm256_packs_epi16(_mm256_packs_epi32(u[0], u[1]), _mm256_packs_epi32(u[2], u[3]));
     sign = _mm256_and_si256(sign, _mm256_set1_epi8(static_cast<char>(0x80)));
     if constexpr (!kNegativeZero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), sign);
-    const V order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    store32<kStream>(out, _mm256_permutevar8x32_epi32(_mm256_or_si256(codes, sign), order));
+    const V bytes = _mm256_or_si256(codes, sign);
+    if constexpr (kInterleaved) {
+      store32<kStream>(out, _mm256_permute4x64_epi64(bytes, 0xD8));
+    } else {
+      store32<kStream>(out, _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
   }
 
   // Loads kLanes source elements, widened exactly to fp32.

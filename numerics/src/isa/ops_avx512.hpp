@@ -92,8 +92,9 @@ struct OpsAvx512 {
   static void stream_fence() { _mm_sfence(); }
   // As OpsAvx2::store_bytes4_signed: magnitude codes of an 8-bit target, the fp32 patterns'
   // signs in bit 7 (none on a zero code without -0).
-  template <bool kStream, bool kNegativeZero>
+  template <bool kStream, bool kNegativeZero, bool kInterleaved = false>
   static void store_bytes4_signed(std::uint8_t* out, const V c[4], const V u[4]) {
+    static_assert(!kInterleaved, "no interleaved loads here");
     V s[4];
     for (int j = 0; j < 4; ++j) {
       V sign = _mm512_srli_epi32(_mm512_and_si512(u[j], _mm512_set1_epi32(static_cast<std::int32_t>(0x80000000u))), 24);
