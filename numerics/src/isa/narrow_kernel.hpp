@@ -359,10 +359,11 @@ struct NarrowKernel {
     return static_cast<std::uint8_t>(m.table->base[e] + ((amax & 0x7FFFFFu) >= m.table->threshold[e] ? 1 : 0));
   }
 
-  // MX on bf16 under nearest-even. Pass 1 takes eight blocks' amaxes at a time and the rule's
-  // table branch-free (MxParams::bf16_base/bf16_step); pass 2 converts a block whose
-  // 2^(127 - code) the 16-bit kernel takes (code >= 127 - max_offset) there, any other finite
-  // scale by the fp32 kernel, and fills a NaN-scale block with the NaN element.
+  // MX on bf16 under nearest-even. Pass 1 takes eight blocks' amaxes at a time, and their
+  // scale codes in one vector where the rule is affine in the exponent (MxParams::affine_*),
+  // else from the rule's table, branch-free (MxParams::bf16_base/bf16_step). Pass 2 converts
+  // a block whose 2^(127 - code) the 16-bit kernel takes (code >= 127 - max_offset) there, any
+  // other finite scale by the fp32 kernel, and fills a NaN-scale block with the NaN element.
   template <class Fl, bool kStream>
   static std::size_t run_mx_bf16(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                                  const fp8q::detail::NarrowParams& p, const fp8q::detail::MxParams& m) {
@@ -382,7 +383,7 @@ struct NarrowKernel {
     for (std::size_t s0 = 0; s0 < whole; s0 += kStretch) {
       const std::size_t s1 = s0 + kStretch < whole ? s0 + kStretch : whole;
       // pass 1: each block's code, and eb = Eb - d for d = 127 - code where the 16-bit kernel
-      // takes it (code in lo .. 254); `odd` counts the blocks it does not take
+      // takes it (code in lo .. 254); `odd`: some block of the stretch it does not take
       std::int16_t eb[kStretch / 32];
       bool odd = false;
       const int eb0 = k16.e_min - 127;
@@ -405,8 +406,8 @@ struct NarrowKernel {
         std::uint16_t a[8];
         Ops16::h_store(reinterpret_cast<std::int16_t*>(a), amax);
         for (std::size_t b = 0; b < 8; ++b) {
-          const unsigned eb_ = a[b] >> 7, fb = a[b] & 0x7Fu;
-          keep(i + 32 * b, m.bf16_base[eb_] + (fb >= m.bf16_step[eb_] ? 1u : 0u));
+          const unsigned eb_exp = a[b] >> 7, eb_frac = a[b] & 0x7Fu;
+          keep(i + 32 * b, m.bf16_base[eb_exp] + (eb_frac >= m.bf16_step[eb_exp] ? 1u : 0u));
         }
       }
       for (; i < s1; i += 32) keep(i, mx_code<fp8q::detail::Source::kBF16>(src + 2 * i, k, m));
