@@ -70,13 +70,15 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
 
   // One block's stretch of one row, [c0, c1): the kernel with this block's scale, or the
   // scalar reference; the first unrepresentable NaN is found by the reference, in order.
-  auto run = [&](std::size_t r, std::size_t c0, std::size_t c1, float s) {
-    ConvertOptions o = options;
+  // o and params are the calling thread's, made once per chunk (params.options points to o);
+  // only the scale changes from block to block.
+  auto run = [&](ConvertOptions& o, detail::NarrowParams& params, std::size_t r, std::size_t c0, std::size_t c1,
+                 float s) {
     o.scale = s;
+    params.scale = s;
     const std::size_t i0 = r * cols + c0;
     bool nan = false;
     if (fn != nullptr) {
-      const detail::NarrowParams params = detail::make_narrow_params(from, to, o);
       nan = fn(in.data() + i0 * ib, out.data() + i0, c1 - c0, i0, params) && o.nan == NanPolicy::kError;
     } else {
       for (std::size_t i = i0; i < i0 + (c1 - c0); ++i) {
@@ -93,11 +95,13 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
   parallel_pinned(
       grid.rows, bulk.threads,
       [&](std::size_t r0, std::size_t r1) {
+        ConvertOptions o = options;
+        detail::NarrowParams params = detail::make_narrow_params(from, to, o);
         for (std::size_t r = r0; r < r1; ++r) {
           const float* row_scales = scales.data() + (r / grid.block_rows) * gc;
           for (std::size_t g = 0; g < gc; ++g) {
             const std::size_t c0 = g * grid.block_cols, c1 = std::min(cols, c0 + grid.block_cols);
-            run(r, c0, c1, row_scales[g]);
+            run(o, params, r, c0, c1, row_scales[g]);
           }
         }
       },

@@ -22,13 +22,11 @@ namespace {
 
 using testing::Problem;
 using testing::random_problem;
+using testing::Shape;
 using M = AccumulationModel;
 using S = OperandScaling;
 using F = FormatId;
 
-struct Shape {
-  std::size_t m, n, k;
-};
 // 1x1x1: degenerate; 7/13/33/130: no tile multiples; 97 rows: two row blocks of 96; 300 / 1100
 // columns: several column blocks; K = 600: several chunks; K = 0: empty sums; K = 40: a partial block.
 constexpr Shape kShapes[] = {{1, 1, 1},    {7, 33, 130}, {130, 7, 33},  {13, 300, 40},

@@ -17,12 +17,10 @@ namespace {
 
 using testing::Problem;
 using testing::random_problem;
+using testing::Shape;
 using M = AccumulationModel;
 using S = OperandScaling;
 
-struct Shape {
-  std::size_t m, n, k;
-};
 // 1: degenerate; 7/33/130: no tile multiples; 97 rows: two row blocks; 1100 columns: two
 // column blocks; K = 600: three K chunks; K = 0: empty sums.
 constexpr Shape kShapes[] = {{1, 1, 1},  {7, 33, 130}, {130, 7, 33}, {33, 130, 7}, {97, 17, 260},

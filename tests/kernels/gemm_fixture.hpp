@@ -12,6 +12,11 @@
 
 namespace fp8q::testing {
 
+// A GEMM shape: A is m x k, B is k x n.
+struct Shape {
+  std::size_t m, n, k;
+};
+
 struct Problem {
   std::size_t m = 0, n = 0, k = 0;
   FormatId fa = FormatId::kE4M3FN, fb = FormatId::kE4M3FN;

@@ -17,13 +17,11 @@ namespace {
 
 using testing::Problem;
 using testing::random_problem;
+using testing::Shape;
 using M = AccumulationModel;
 using S = OperandScaling;
 using F = FormatId;
 
-struct Shape {
-  std::size_t m, n, k;
-};
 // 1x1x1: one partial tile of everything; 130 rows: two M tiles; 513 columns: two N tiles;
 // K 129 / 300 / 600 / 1030: partial K tiles of 128, 256 and 512 and several 128-K blocks;
 // K = 0: no instruction at all.

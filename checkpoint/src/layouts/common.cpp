@@ -126,13 +126,20 @@ StoredTensor require(const TensorLookup& lookup, const std::string& name, DType 
   return t;
 }
 
-DequantView grid_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
-                      const BlockGrid& grid, std::vector<float> scale_inv) {
+namespace {
+DequantView codes_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes) {
   DequantView v;
   v.element = element;
   v.rows = rows;
   v.cols = cols;
   v.codes = std::move(codes);
+  return v;
+}
+}  // namespace
+
+DequantView grid_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
+                      const BlockGrid& grid, std::vector<float> scale_inv) {
+  DequantView v = codes_view(element, rows, cols, std::move(codes));
   v.grid = grid;
   v.scale_inv = std::move(scale_inv);
   return v;
@@ -140,11 +147,7 @@ DequantView grid_view(FormatId element, std::size_t rows, std::size_t cols, std:
 
 DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
                     std::vector<std::uint8_t> e8m0) {
-  DequantView v;
-  v.element = element;
-  v.rows = rows;
-  v.cols = cols;
-  v.codes = std::move(codes);
+  DequantView v = codes_view(element, rows, cols, std::move(codes));
   v.mx = true;
   v.e8m0 = std::move(e8m0);
   v.groups_per_row = (cols + 31) / 32;
