@@ -227,6 +227,47 @@ TEST_P(BlockScaledOnIsa, MxBf16EveryPatternUnderEveryScale) {
     }
 }
 
+// The MX bf16 kernel converts a block by its normal form when no nonzero |x| lies below the
+// target's smallest normal binade, else by the general form. Here every block holds an anchor
+// (which sets the scale) and one probe pattern, the rest zeros: each probe pattern of the 24
+// binades below each anchor binade, both signs, is the block's smallest nonzero |x| once, so
+// both sides of the switch and every pattern at the boundary are compared with the reference.
+TEST_P(BlockScaledOnIsa, MxBf16NormalFormBoundaryEveryProbe) {
+  std::vector<std::uint16_t> x;
+  for (int ea = 2; ea < 255; ea += 9) {
+    for (int e = std::max(0, ea - 24); e <= ea; ++e)
+      for (std::uint16_t f = 0; f < 128; ++f)
+        for (std::uint16_t s : {0, 0x8000}) {
+          std::uint16_t b[32] = {};
+          b[(e + f) % 32] = static_cast<std::uint16_t>(ea << 7 | 0x40);  // the anchor
+          b[(e + f + 1 + s / 0x8000) % 32] = static_cast<std::uint16_t>(s | e << 7 | f);
+          x.insert(x.end(), b, b + 32);
+        }
+  }
+  while (x.size() % 1024 != 0) x.push_back(0);
+  const std::size_t cols = 1024, rows = x.size() / cols, blocks = x.size() / 32;
+  const auto in = std::as_bytes(std::span(x));
+  for (const Pow2ScaleTable& table : tables())
+    for (FormatId id : kNarrowFormats) {
+      const Format& to = format_of(id);
+      if (!to.is_signed) continue;  // e8m0 holds scales, not elements
+      std::vector<std::uint8_t> got(x.size()), got_scales(blocks);
+      convert_mx(in, kBF16, rows, cols, 32, got, got_scales, to, table, {}, {1, GetParam()});
+      for (std::size_t b = 0; b < blocks; ++b) {
+        std::uint32_t amax = 0;
+        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) amax = std::max(amax, (std::uint32_t{x[i]} << 16) & 0x7FFFFFFFu);
+        const std::uint8_t code = table.code(amax);
+        ASSERT_EQ(got_scales[b], code) << "block " << b;
+        if (code == 0xFF) continue;
+        const ConvertOptions o{.scale = std::ldexp(1.0f, 127 - code)};
+        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i)
+          ASSERT_EQ(got[i], convert_one(x[i], kBF16, to, o, i).code)
+              << "bf16 0x" << std::hex << x[i] << std::dec << " -> " << to.name << ", scale code " << int{code}
+              << ", element " << i;
+      }
+    }
+}
+
 // An MX output of 1 MiB and more with aligned rows is written with streaming stores: every
 // source through the fp32 kernel (nearest-away, stochastic), one and two threads.
 TEST_P(BlockScaledOnIsa, LargeMxOutputsEqualThePerBlockReference) {

@@ -42,6 +42,14 @@ inline std::size_t stream_head(const void* out) {
   return (kStreamAlign - reinterpret_cast<std::uintptr_t>(out) % kStreamAlign) % kStreamAlign;
 }
 
+// The streaming kernels prefetch their input this many bytes ahead of the element they
+// convert: one line per 64 bytes read. The hardware prefetcher alone keeps too few lines in
+// flight for a loop this dense (~20 vector operations per 64 bytes of fp32), and a single
+// thread then reads at ~2/3 of the bandwidth a plain copy reaches; 4 KiB ahead closes the gap
+// (measured 2.7 -> 3.4 G elements/s for fp32 -> e4m3fn from DRAM). A prefetch never faults,
+// so running past the end of the input is harmless.
+inline constexpr std::size_t kPrefetchBytes = 4096;
+
 // Whether the SIMD narrowing kernels handle this pair (the dispatcher asks first).
 bool narrow_supported(const Format& from, const Format& to);
 NarrowParams make_narrow_params(const Format& from, const Format& to, const ConvertOptions& o);

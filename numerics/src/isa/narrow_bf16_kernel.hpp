@@ -39,7 +39,8 @@ struct NarrowBf16Kernel {
 
   struct Consts {
     V c7fff, c80, c7f80, c127, one, idx_max, table, max_code, nan_code, inf_or_nan, sign_bit;
-    std::int16_t e_min;  // Eb for d = 0: 127 + emin
+    typename Ops16::Count r;  // 7 - m: the source fraction bits below the target's quantum
+    std::int16_t e_min;       // Eb for d = 0: 127 + emin
     int man_bits, sign_shift;
     explicit Consts(const fp8q::detail::NarrowParams& p)
         : c7fff(Ops16::set1(0x7FFF)), c80(Ops16::set1(0x80)), c7f80(Ops16::set1(0x7F80)),
@@ -47,7 +48,7 @@ struct NarrowBf16Kernel {
           max_code(Ops16::set1(static_cast<std::int16_t>(p.max_code))),
           nan_code(Ops16::set1(static_cast<std::int16_t>(p.nan_code))),
           inf_or_nan(Ops16::set1(static_cast<std::int16_t>(p.inf_or_nan))),
-          sign_bit(Ops16::set1_8(static_cast<std::uint8_t>(1u << p.sign_shift))),
+          sign_bit(Ops16::set1_8(static_cast<std::uint8_t>(1u << p.sign_shift))), r(Ops16::count(7 - p.man_bits)),
           e_min(static_cast<std::int16_t>(127 + p.emin)), man_bits(p.man_bits), sign_shift(p.sign_shift) {
       std::uint8_t t[16] = {};  // t[0] = 0, t[j] = 2^(j - 1) for j = 1 .. m + 2
       for (int j = 1; j <= p.man_bits + 2; ++j) t[j] = static_cast<std::uint8_t>(1u << (j - 1));
@@ -57,6 +58,16 @@ struct NarrowBf16Kernel {
 
   // The largest d this kernel takes: E = 0 lanes then stay at idx 0 (see above).
   static int max_offset(const fp8q::detail::NarrowParams& p) { return 127 + p.emin - p.man_bits - 3; }
+
+  // A code above max_code is an overflow: Inf/NaN or max_code by the flavor.
+  template <class Fl>
+  [[gnu::always_inline]] static V saturate(V code, const Consts& k) {
+    if constexpr (Fl::kInfResult) {
+      return Ops16::select(Ops16::gt(code, k.max_code), k.inf_or_nan, code);
+    } else {
+      return Ops16::min_u(code, k.max_code);
+    }
+  }
 
   // Magnitude codes (before the sign) of 16 bf16 patterns times 2^d; eb = Eb for this d,
   // eb_idx = Eb - m - 2.
@@ -68,12 +79,7 @@ struct NarrowBf16Kernel {
     const V idx = Ops16::min_u(Ops16::subs_u(e, eb_idx), k.idx_max);
     V w = Ops16::mul_low_byte(Ops16::bor(x, k.c80), Ops16::lookup(k.table, idx));  // t * 2^L
     w = Ops16::add(Ops16::add(w, k.c127), Ops16::band(Ops16::template srl<8>(w), k.one));  // + 127 + odd
-    V code = Ops16::add(Ops16::sll(Ops16::subs_u(e, eb), k.man_bits), Ops16::template srl<8>(w));
-    if constexpr (Fl::kInfResult) {
-      code = Ops16::select(Ops16::gt(code, k.max_code), k.inf_or_nan, code);
-    } else {
-      code = Ops16::min_u(code, k.max_code);
-    }
+    const V code = saturate<Fl>(Ops16::add(Ops16::sll(Ops16::subs_u(e, eb), k.man_bits), Ops16::template srl<8>(w)), k);
     const V is_nan = Ops16::gt(a, k.c7f80);
     if constexpr (!Fl::kHasNan) nan_seen = Ops16::bor(nan_seen, is_nan);
     return Ops16::select(is_nan, k.nan_code, code);
@@ -84,6 +90,37 @@ struct NarrowBf16Kernel {
   [[gnu::always_inline]] static void block32(const unsigned char* src, std::uint8_t* out, V eb, V eb_idx, const Consts& k, V& nan_seen) {
     const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
     const V c0 = magnitude<Fl>(x0, eb, eb_idx, k, nan_seen), c1 = magnitude<Fl>(x1, eb, eb_idx, k, nan_seen);
+    Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero, kStream>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
+  }
+
+  // The normal form, for a group of lanes none of which is a subnormal of the target: every
+  // lane has E >= Eb or is zero. With r = 7 - m, bit r of a is the last fraction bit the target
+  // keeps, and nearest-even is the classic integer rounding
+  //   code = (a + 2^(r-1) - 1 + bit_r(a)) >> r  -  ((Eb - 1) << m)
+  //        = ((E - Eb + 1) << m) + (f >> r) + (1 if the dropped bits are above half, or
+  //          exactly half with an odd kept bit)
+  // which is the general formula at L = m + 1 (2^m, the hidden bit, is even, so it does not
+  // change the tie), the carry of a rounding into the next binade again landing in the
+  // exponent. Both constants fold into one saturating subtraction of
+  //   kb = ((Eb - 1) << 7) - (2^(r-1) - 1)   (normal_bias)
+  // which leaves 0 for a zero lane (and for any lane below Eb - 1, which the caller excludes).
+  // Seven operations a vector instead of sixteen; no NaN lane may reach it (MX blocks holding
+  // NaN or Inf are overwritten).
+  template <class Fl>
+  [[gnu::always_inline]] static V magnitude_normal(V x, V kb, const Consts& k) {
+    const V a = Ops16::band(x, k.c7fff);
+    const V odd = Ops16::band(Ops16::srl(a, k.r), k.one);
+    return saturate<Fl>(Ops16::srl(Ops16::subs_u(Ops16::add(a, odd), kb), k.r), k);
+  }
+  static std::int16_t normal_bias_offset(const fp8q::detail::NarrowParams& p) {  // kb = (Eb << 7) - this
+    return static_cast<std::int16_t>(128 + (1 << (6 - p.man_bits)) - 1);
+  }
+
+  // 32 elements under the normal form (kb = normal_bias for the block's Eb).
+  template <class Fl, bool kStream = false>
+  [[gnu::always_inline]] static void block32_normal(const unsigned char* src, std::uint8_t* out, V kb, const Consts& k) {
+    const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
+    const V c0 = magnitude_normal<Fl>(x0, kb, k), c1 = magnitude_normal<Fl>(x1, kb, k);
     Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero, kStream>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
   }
 
@@ -101,7 +138,10 @@ struct NarrowBf16Kernel {
     return narrow_flavor(p, [&](auto flavor) {
       using Fl = decltype(flavor);
       V nan_seen = Ops16::set1(0);
-      for (std::size_t i = 0; i < n; i += 32) block32<Fl, kStream>(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
+      for (std::size_t i = 0; i < n; i += 32) {
+        Ops16::prefetch(src + 2 * i + fp8q::detail::kPrefetchBytes);  // one 64-byte line per block of 32
+        block32<Fl, kStream>(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
+      }
       if constexpr (kStream) Ops16::stream_fence();
       return Ops16::any(nan_seen);
     });

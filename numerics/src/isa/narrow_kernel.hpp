@@ -262,6 +262,7 @@ struct NarrowKernel {
       V nan_seen = k.zero;
       for (; i + 4 * L <= n; i += 4 * L) {
         const unsigned char* block = src + i * kBytes;
+        for (std::size_t line = 0; line < 4 * L * kBytes; line += 64) Ops::prefetch(block + fp8q::detail::kPrefetchBytes + line);
         V u[4], c[4];
         if constexpr (kInter) Ops::load4_bf16_interleaved(block, u);
         for (std::size_t j = 0; j < 4; ++j) {
@@ -359,11 +360,14 @@ struct NarrowKernel {
     return static_cast<std::uint8_t>(m.table->base[e] + ((amax & 0x7FFFFFu) >= m.table->threshold[e] ? 1 : 0));
   }
 
-  // MX on bf16 under nearest-even. Pass 1 takes eight blocks' amaxes at a time, and their
-  // scale codes in one vector where the rule is affine in the exponent (MxParams::affine_*),
-  // else from the rule's table, branch-free (MxParams::bf16_base/bf16_step). Pass 2 converts
-  // a block whose 2^(127 - code) the 16-bit kernel takes (code >= 127 - max_offset) there, any
-  // other finite scale by the fp32 kernel, and fills a NaN-scale block with the NaN element.
+  // MX on bf16 under nearest-even. Pass 1 takes eight blocks' amaxes (and smallest nonzero
+  // |x|) at a time, and their scale codes in one vector where the rule is affine in the
+  // exponent (MxParams::affine_*), else from the rule's table, branch-free
+  // (MxParams::bf16_base/bf16_step). Pass 2 converts a block whose 2^(127 - code) the 16-bit
+  // kernel takes (code >= 127 - max_offset) there: by its normal form when no nonzero |x| of
+  // the block falls below the target's smallest normal (the usual case: that is 2^-14 of the
+  // amax for e4m3fn), else by the general form; any other finite scale by the fp32 kernel;
+  // a NaN-scale block is filled with the NaN element.
   template <class Fl, bool kStream>
   static std::size_t run_mx_bf16(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                                  const fp8q::detail::NarrowParams& p, const fp8q::detail::MxParams& m) {
@@ -375,6 +379,8 @@ struct NarrowKernel {
     const auto ac = Ops16::h_set1(m.affine_c), astep1 = Ops16::h_set1(static_cast<std::int16_t>(m.affine_step - 1));
     const auto heb0 = Ops16::h_set1(static_cast<std::int16_t>(k16.e_min - 127));
     const auto hlo = Ops16::h_set1(static_cast<std::int16_t>(lo));
+    const std::int16_t kb_offset = Bf16::normal_bias_offset(p);
+    const auto hkb = Ops16::h_set1(kb_offset);
     const auto* src = static_cast<const unsigned char*>(in);
     V nan_seen = k.zero;
     auto nan16 = Ops16::set1(0);  // NaN only reaches blocks that are overwritten
@@ -382,24 +388,33 @@ struct NarrowKernel {
     constexpr std::size_t kStretch = 2048;
     for (std::size_t s0 = 0; s0 < whole; s0 += kStretch) {
       const std::size_t s1 = s0 + kStretch < whole ? s0 + kStretch : whole;
-      // pass 1: each block's code, and eb = Eb - d for d = 127 - code where the 16-bit kernel
-      // takes it (code in lo .. 254); `odd`: some block of the stretch it does not take
-      std::int16_t eb[kStretch / 32];
+      // pass 1, per block: its code; eb = Eb - d for d = 127 - code, where the 16-bit kernel
+      // takes it (code in lo .. 254); kb = normal_bias(eb); lowest = its smallest nonzero
+      // |x| pattern - 1 (0 where not computed: the general form then). `odd`: some block of
+      // the stretch the 16-bit kernel does not take.
+      std::int16_t eb[kStretch / 32], kb[kStretch / 32];
+      std::uint16_t lowest[kStretch / 32];
       bool odd = false;
       const int eb0 = k16.e_min - 127;
       auto keep = [&](std::size_t i, unsigned code) {
         scales[i / 32] = static_cast<std::uint8_t>(code);
-        eb[(i - s0) / 32] = static_cast<std::int16_t>(eb0 + static_cast<int>(code));
+        const std::size_t b = (i - s0) / 32;
+        eb[b] = static_cast<std::int16_t>(eb0 + static_cast<int>(code));
+        kb[b] = static_cast<std::int16_t>(eb[b] * 128 - kb_offset);
         odd |= code - lo > 254 - lo;
       };
       std::size_t i = s0;
       for (; i + 256 <= s1; i += 256) {
-        const auto amax = Ops16::block_amax8(src + 2 * i);
+        typename Ops16::H low;
+        const auto amax = Ops16::block_range8(src + 2 * i, low);
+        Ops16::h_store(reinterpret_cast<std::int16_t*>(lowest + (i - s0) / 32), low);
         const auto e = Ops16::h_srl7(amax), f = Ops16::h_and(amax, h7f);
         if (!Ops16::h_any(Ops16::h_or(Ops16::h_gt(e, ahi), Ops16::h_gt(alo, e)))) {  // all affine
           const auto code = Ops16::h_sub(Ops16::h_add(e, ac), Ops16::h_gt(f, astep1));  // mask -1: + 1
+          const auto ebh = Ops16::h_add(code, heb0);
           Ops16::h_store_bytes(scales + i / 32, code);
-          Ops16::h_store(eb + (i - s0) / 32, Ops16::h_add(code, heb0));
+          Ops16::h_store(eb + (i - s0) / 32, ebh);
+          Ops16::h_store(kb + (i - s0) / 32, Ops16::h_sub(Ops16::h_sll7(ebh), hkb));
           odd |= Ops16::h_any(Ops16::h_gt(hlo, code));  // codes here are <= 254
           continue;
         }
@@ -410,16 +425,25 @@ struct NarrowKernel {
           keep(i + 32 * b, m.bf16_base[eb_exp] + (eb_frac >= m.bf16_step[eb_exp] ? 1u : 0u));
         }
       }
-      for (; i < s1; i += 32) keep(i, mx_code<fp8q::detail::Source::kBF16>(src + 2 * i, k, m));
+      for (; i < s1; i += 32) {
+        keep(i, mx_code<fp8q::detail::Source::kBF16>(src + 2 * i, k, m));
+        lowest[(i - s0) / 32] = 0;
+      }
       // pass 2; each block also prefetches the line the next stretch's pass 1 reads (past
       // the row's end too: rows usually follow one another, and a prefetch never faults),
       // so that its loads overlap this pass's arithmetic instead of stalling pass 1
       for (i = s0; i < s1; i += 32) {
         _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(src) + 2 * (i + kStretch)), _MM_HINT_T0);
         const unsigned code = scales[i / 32];
+        const std::size_t b = (i - s0) / 32;
         if (!odd || code - lo <= 254 - lo) {
-          const auto ebv = Ops16::broadcast(&eb[(i - s0) / 32]);
-          Bf16::template block32<Fl, kStream>(src + 2 * i, out + i, ebv, Bf16::eb_idx_vec(k16, ebv), k16, nan16);
+          // normal form unless some nonzero |x| lies below Eb (lowest + 1 < Eb << 7)
+          if (static_cast<unsigned>(lowest[b]) + 1 >= static_cast<unsigned>(eb[b]) << 7) {
+            Bf16::template block32_normal<Fl, kStream>(src + 2 * i, out + i, Ops16::broadcast(&kb[b]), k16);
+          } else {
+            const auto ebv = Ops16::broadcast(&eb[b]);
+            Bf16::template block32<Fl, kStream>(src + 2 * i, out + i, ebv, Bf16::eb_idx_vec(k16, ebv), k16, nan16);
+          }
         } else if (code != 0xFF) {
           V u[4], c[4];
           Ops::load4_bf16_interleaved(src + 2 * i, u);

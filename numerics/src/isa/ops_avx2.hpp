@@ -24,6 +24,7 @@ struct OpsAvx2 {
   using F = __m256;
   static constexpr std::size_t kLanes = 8;
   static void stream_fence() { _mm_sfence(); }
+  static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
   static V set1(std::int32_t x) { return _mm256_set1_epi32(x); }
   static F set1f(float x) { return _mm256_set1_ps(x); }
@@ -136,6 +137,7 @@ struct Ops16Avx2 {
   using V = __m256i;
   static constexpr std::size_t kLanes = 16;
   static void stream_fence() { _mm_sfence(); }
+  static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
   static V load(const unsigned char* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static V set1(std::int16_t x) { return _mm256_set1_epi16(x); }
@@ -156,6 +158,9 @@ struct Ops16Avx2 {
   template <int N> static V srl(V a) { return _mm256_srli_epi16(a, N); }
   template <int N> static V sll(V a) { return _mm256_slli_epi16(a, N); }
   static V srl(V a, int n) { return _mm256_srl_epi16(a, _mm_cvtsi32_si128(n)); }
+  using Count = __m128i;  // a shift count held in a register
+  static Count count(int n) { return _mm_cvtsi32_si128(n); }
+  static V srl(V a, Count n) { return _mm256_srl_epi16(a, n); }
   static V sll(V a, int n) { return _mm256_sll_epi16(a, _mm_cvtsi32_si128(n)); }
   // Per 16-bit lane, (low byte of a, unsigned) * b, for 0 <= b <= 127: vpmaddubsw adds the
   // products of the two byte pairs of a lane, and b's high byte is 0.
@@ -176,6 +181,7 @@ struct Ops16Avx2 {
   static H h_or(H a, H b) { return _mm_or_si128(a, b); }
   static H h_gt(H a, H b) { return _mm_cmpgt_epi16(a, b); }  // signed
   static H h_srl7(H a) { return _mm_srli_epi16(a, 7); }
+  static H h_sll7(H a) { return _mm_slli_epi16(a, 7); }
   static bool h_any(H mask) { return _mm_movemask_epi8(mask) != 0; }
   static void h_store(std::int16_t* p, H a) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), a); }
   static void h_store_bytes(std::uint8_t* p, H a) {  // the low byte of each lane (lanes <= 0xFF)
@@ -190,14 +196,46 @@ struct Ops16Avx2 {
     V m[8];
     for (int j = 0; j < 8; ++j)
       m[j] = _mm256_max_epu16(_mm256_and_si256(load(p + 64 * j), mask), _mm256_and_si256(load(p + 64 * j + 32), mask));
+    return reduce8<Max>(m);
+  }
+
+  // block_amax8, and in `lowest` each block's smallest |x| pattern minus 1 (unsigned, so a
+  // zero counts as 0xFFFF: the smallest nonzero |x| - 1, 0xFFFF for an all-zero block).
+  [[gnu::always_inline]] static H block_range8(const unsigned char* p, H& lowest) {
+    const V mask = _mm256_set1_epi16(0x7FFF), one = _mm256_set1_epi16(1);
+    V hi[8], lo[8];
+    for (int j = 0; j < 8; ++j) {
+      const V a0 = _mm256_and_si256(load(p + 64 * j), mask), a1 = _mm256_and_si256(load(p + 64 * j + 32), mask);
+      hi[j] = _mm256_max_epu16(a0, a1);
+      lo[j] = _mm256_min_epu16(_mm256_sub_epi16(a0, one), _mm256_sub_epi16(a1, one));
+    }
+    lowest = reduce8<Min>(lo);
+    return reduce8<Max>(hi);
+  }
+
+ private:
+  struct Max {
+    static V op(V a, V b) { return _mm256_max_epu16(a, b); }
+    static H op(H a, H b) { return _mm_max_epu16(a, b); }
+  };
+  struct Min {
+    static V op(V a, V b) { return _mm256_min_epu16(a, b); }
+    static H op(H a, H b) { return _mm_min_epu16(a, b); }
+  };
+  // Eight vectors of 16 lanes -> one lane each: interleave and combine (16-, 32-, 64-bit,
+  // then the two 128-bit halves).
+  template <class Op>
+  [[gnu::always_inline]] static H reduce8(const V (&m)[8]) {
     V a[4], b[2];
     for (int j = 0; j < 4; ++j)
-      a[j] = _mm256_max_epu16(_mm256_unpacklo_epi16(m[2 * j], m[2 * j + 1]), _mm256_unpackhi_epi16(m[2 * j], m[2 * j + 1]));
+      a[j] = Op::op(_mm256_unpacklo_epi16(m[2 * j], m[2 * j + 1]), _mm256_unpackhi_epi16(m[2 * j], m[2 * j + 1]));
     for (int j = 0; j < 2; ++j)
-      b[j] = _mm256_max_epu16(_mm256_unpacklo_epi32(a[2 * j], a[2 * j + 1]), _mm256_unpackhi_epi32(a[2 * j], a[2 * j + 1]));
-    const V c = _mm256_max_epu16(_mm256_unpacklo_epi64(b[0], b[1]), _mm256_unpackhi_epi64(b[0], b[1]));
-    return _mm_max_epu16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+      b[j] = Op::op(_mm256_unpacklo_epi32(a[2 * j], a[2 * j + 1]), _mm256_unpackhi_epi32(a[2 * j], a[2 * j + 1]));
+    const V c = Op::op(_mm256_unpacklo_epi64(b[0], b[1]), _mm256_unpackhi_epi64(b[0], b[1]));
+    return Op::op(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
   }
+
+ public:
 
   // Two vectors of 16-bit codes (<= 0xFF) and two of source bf16 patterns -> 32 bytes: the
   // codes or-ed with the sources' sign bits moved to bit `sign_shift` (7 - shift), cleared

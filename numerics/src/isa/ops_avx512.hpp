@@ -90,6 +90,7 @@ struct OpsAvx512 {
     }
   }
   static void stream_fence() { _mm_sfence(); }
+  static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
   // As OpsAvx2::store_bytes4_signed: magnitude codes of an 8-bit target, the fp32 patterns'
   // signs in bit 7 (none on a zero code without -0).
   template <bool kStream, bool kNegativeZero, bool kInterleaved = false>
