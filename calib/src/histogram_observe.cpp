@@ -56,10 +56,11 @@ constexpr std::size_t kTallyMin = 8192;
 // rare second look at a block (tail, Inf/NaN) reads it from L1.
 constexpr std::size_t kTallyBlock = 4096;
 constexpr std::size_t kBinnedBlock = 2048;
-// A block whose zeros are at least 1/16 of it makes the next block use the `_zeros` kernel
-// (the plain kernel is 2-3x slower at that density, measured with half zeros; the `_zeros` one
-// about 15% slower without zeros).
-constexpr std::size_t kZeroHeavy = 16;
+// A block whose zeros are at least 1/5 of it makes the next block use the `_zeros` kernel,
+// which skips the zeros' increments but pays for packing the others. Measured (AVX2, Zen 3,
+// Student-t data with random zeros, GB/s plain vs `_zeros`): 18% zeros bf16 4.8 vs 4.6, fp32
+// 8.5 vs 7.3; 25% zeros bf16 3.9 vs 4.8, fp32 7.4 vs 7.6; half zeros (ReLU) bf16 2.8 vs 6.3.
+constexpr std::size_t kZeroHeavy = 5;
 // No slot can pass 2^32 - 1 before a fold.
 constexpr std::size_t kFoldEvery = std::size_t{1} << 31;
 
@@ -111,7 +112,6 @@ void HistogramObserver::fold_tally(std::uint32_t* table) {
     const std::int64_t p = log2_sub_ <= 7 ? std::int64_t{q} >> (7 - log2_sub_) : std::int64_t{q} << (log2_sub_ - 7);
     counts_[static_cast<std::size_t>(std::max<std::int64_t>(p - base, 0))] += table[q];
   }
-  for (std::size_t z = 0; z < detail::kZeroSlots; ++z) counts_[0] += table[detail::kPatternSlots + z];
   std::fill(table, table + detail::kTallySlots, 0u);
 }
 
@@ -166,19 +166,14 @@ void HistogramObserver::tally_bf16(std::span<const std::uint16_t> x) {
   const auto& kern = detail::hist_kernels_for(isa_);
   std::vector<std::uint32_t> table(detail::kTallySlots, 0);
   std::uint32_t* t = table.data();
-  // zeros land in slot 0 or in the zero slots, depending on the kernel
-  auto zeros_in_table = [t] {
-    std::uint64_t z = t[0];
-    for (std::size_t k = 0; k < detail::kZeroSlots; ++k) z += t[detail::kPatternSlots + k];
-    return z;
-  };
+  // every kernel puts the zeros in slot 0 (q == 0 is an exact zero for bf16)
+  auto zeros_in_table = [t] { return std::uint64_t{t[0]}; };
   std::uint64_t neg_inf = 0;  // of the elements in the table
   // Every statistic from the table (the slot is the exact |x|), then the bins.
   auto fold = [&] {
     std::uint64_t finite = 0;
     for (std::uint32_t q = 0; q < kNonFiniteQ; ++q) finite += t[q];
     const std::uint64_t zeros = zeros_in_table();
-    finite += zeros - t[0];
     std::uint64_t nan = 0;
     for (std::uint32_t q = kNonFiniteQ + 1; q < detail::kPatternSlots; ++q) nan += t[q];
     non_finite_.nan += nan;

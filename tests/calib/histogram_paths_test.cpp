@@ -2,7 +2,9 @@
 // definition on the bits, on adversarial data: NaN of every payload (some share the +Inf slot of
 // the pattern tally), +/-Inf, +/-0, subnormals (in and out of tally slot 0), the largest finite
 // value, magnitudes that grow the range block after block, stretches of zeros that switch the
-// tally kernels, runs of one value, and lengths that are no multiple of a vector or a block.
+// tally kernels, ReLU-like data at several zero densities (the zero-counting kernels keep few,
+// half or almost all of their elements), runs of one value, and lengths that are no multiple of
+// a vector, a packing run or a block.
 // Each case runs on every compiled kernel set, fp32 and bf16, several bin counts (the fp32
 // tally for <= 128 sub-bins per binade, the binned path above), tail sizes, chunkings (calls
 // small enough for the element-by-element path mixed with large ones) and thread counts.
@@ -211,9 +213,44 @@ TEST(HistogramPaths, AdversarialBf16MatchesTheDefinitionOnEveryPath) {
   }
 }
 
+// ReLU-like data: stretches of different zero densities (0.4%, 50%, 94%, every element), so the
+// tally switches between its plain and zero-counting kernels and the zero-counting one sees few,
+// half and almost all of its elements kept; the zeros are +0 and -0, and among them sit the
+// nonzero values that share slot 0 with zero (fp32 subnormals below 2^-133), subnormals just
+// above it, the largest finite value mid-stream (range growth), and now and then Inf or NaN.
+std::vector<std::uint32_t> relu_like(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::uint32_t> x(n);
+  const std::size_t stretch = 4096 + 1000 + rng() % 3000;
+  constexpr std::uint32_t kZeroIn256[] = {1, 128, 240, 256};  // zeros per 256 elements
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t s = i / stretch;
+    const std::uint32_t r = rng();
+    const bool zero = (r & 0xFF) < kZeroIn256[s % std::size(kZeroIn256)];
+    std::uint32_t u;
+    if (zero) u = (r >> 8) % 11 == 0 ? 0x80000000u : 0u;
+    else if ((r >> 8) % 53 == 0) u = (r >> 16) & 0xFFFFu;                  // q == 0 but not zero (fp32)
+    else if ((r >> 8) % 59 == 0) u = 0x00010000u + ((r >> 12) & 0xFFFFu);  // q == 1
+    else if ((r >> 8) % 997 == 0) u = kSpecials[(r >> 16) % std::size(kSpecials)];
+    else u = 0x3A000000u + ((r >> 6) & 0x07FFFFFFu) * (1 + s % 3);          // 2^-11 .. 2^5ish
+    x[i] = u;
+  }
+  if (n > 3) x[n / 3] = 0x7F7FFFFFu;  // the range grows to the top mid-stream
+  return x;
+}
+
+TEST(HistogramPaths, ReluLikeDataMatchesTheDefinitionOnEveryPath) {
+  for (std::size_t n : {std::size_t{70001}, std::size_t{8192 + 4096 + 129}}) {
+    const auto bits = relu_like(n, static_cast<unsigned>(n) + 7);
+    check_every_path("relu fp32", as_f32(bits), bits, {64, 2048, 4096, 8192}, 5);
+    const auto h16 = as_bf16(bits);
+    check_every_path("relu bf16", h16, widened(h16), {64, 2048, 65536}, 6);
+  }
+}
+
 TEST(HistogramPaths, SingleKindsAndEdgeLengths) {
   // one kind of element over a whole tally call, at lengths around the vector widths and blocks:
-  // every zero (all in zero slots after the first block), one repeated value, only NaN, only
+  // every zero (counted, not tallied, after the first block), one repeated value, only NaN, only
   // -Inf, only subnormals of tally slot 0
   const std::uint32_t kinds[] = {0x00000000u, 0x80000000u, 0x3F800000u, 0x7FC00001u, 0xFF800000u, 0x0000ABCDu};
   for (std::uint32_t u : kinds)

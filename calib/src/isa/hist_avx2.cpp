@@ -107,23 +107,6 @@ inline void bump4(std::uint64_t w, std::uint32_t* table) {
   table[(w >> 32) & 0xFFFF] += 1;
   table[w >> 48] += 1;
 }
-// The 16 slot numbers of a vector of 16-bit lanes, moved to general registers 64 bits at a time
-// (cheaper than a store and 16 reloads, which also delay every address behind the store).
-inline void bump16(__m256i q, std::uint32_t* table) {
-  const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-  bump4(static_cast<std::uint64_t>(_mm_cvtsi128_si64(lo)), table);
-  bump4(static_cast<std::uint64_t>(_mm_extract_epi64(lo, 1)), table);
-  bump4(static_cast<std::uint64_t>(_mm_cvtsi128_si64(hi)), table);
-  bump4(static_cast<std::uint64_t>(_mm_extract_epi64(hi, 1)), table);
-}
-// Zero slots kPatternSlots + l for 16-bit lane l.
-inline __m256i zero_slots() {
-  constexpr short z = static_cast<short>(kPatternSlots);
-  return _mm256_setr_epi16(z, z + 1, z + 2, z + 3, z + 4, z + 5, z + 6, z + 7, z + 8, z + 9, z + 10, z + 11,
-                           z + 12, z + 13, z + 14, z + 15);
-}
-static_assert(kZeroSlots == 16 && kPatternSlots + kZeroSlots <= 0x10000, "one zero slot per 16-bit lane");
-
 // fp32, plain: the statistics in vectors, the slots (bits 16..30 of each fp32 pattern) read with
 // 64-bit scalar loads of the same (cached) bytes: two elements per load, no vector-to-register
 // moves, which measured fastest when zeros are rare.
@@ -145,24 +128,6 @@ ScanResult tally_f32(const float* in, std::size_t n, std::uint32_t* table) {
   return st.finish<abs_one_f32>(in, i, n);
 }
 
-// fp32, zeros spread: the slots of 16 elements packed to 16-bit lanes, q == 0 replaced by the
-// lane's zero slot.
-ScanResult tally_f32_zeros(const float* in, std::size_t n, std::uint32_t* table) {
-  Stats st;
-  const __m256i zero = _mm256_setzero_si256(), spread = zero_slots();
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256i a = load_abs_f32(in, i), b = load_abs_f32(in, i + 8);
-    st.add(a, _mm256_cmpeq_epi32(a, zero));
-    st.add(b, _mm256_cmpeq_epi32(b, zero));
-    // q <= 0x7FFF: the unsigned saturating pack keeps it
-    const __m256i q = _mm256_packus_epi32(_mm256_srli_epi32(a, 16), _mm256_srli_epi32(b, 16));
-    bump16(_mm256_blendv_epi8(q, spread, _mm256_cmpeq_epi16(q, zero)), table);
-  }
-  for (std::size_t j = i; j < n; ++j) table[abs_one_f32(in, j) >> 16] += 1;
-  return st.finish<abs_one_f32>(in, i, n);
-}
-
 // bf16, plain: four patterns per 64-bit load, sign masked; nothing else to compute.
 void tally_bf16(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
   constexpr std::uint64_t kAbs = 0x7FFF'7FFF'7FFF'7FFFull;
@@ -177,15 +142,105 @@ void tally_bf16(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
   for (; i < n; ++i) table[in[i] & 0x7FFFu] += 1;
 }
 
-// bf16, zeros spread: 16 patterns per vector, q == 0 replaced by the lane's zero slot.
-void tally_bf16_zeros(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
-  const __m256i abs = _mm256_set1_epi16(0x7FFF), zero = _mm256_setzero_si256(), spread = zero_slots();
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256i q = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)), abs);
-    bump16(_mm256_blendv_epi8(q, spread, _mm256_cmpeq_epi16(q, zero)), table);
+// ---- zeros counted, not tallied (the `_zeros` variants) ------------------------------------------
+// A sample with q == 0 (|x| < 2^-133 for fp32: a zero or a tiny subnormal; for bf16 exactly a
+// zero) is counted with a vector compare and added to slot 0 once per call; only the others
+// are tallied. For that the nonzero slots of each 16 elements are packed to the front of a
+// buffer (a pshufb per 8 lanes, its control from a table indexed by the 8-bit mask of kept
+// lanes) and tallied from there: a zero costs no store, and half zeros (ReLU) halve the stores.
+//
+// The buffer holds one run of kPackRun elements: pack the run, then tally it (4 slots per 64-bit
+// load, measured 15% faster than one 16-bit load per slot). Measured on ReLU data, fp32 and bf16:
+// runs of 512 were as fast as or faster than runs of 1024 or 4096, and as fast as tallying each
+// run one sub-block behind its packing in the same loop (within the noise), so the simple form
+// is kept.
+
+// For an 8-bit mask of the 16-bit lanes to keep, the pshufb control that moves them, in order,
+// to the front (the other bytes zero).
+struct PackTable {
+  alignas(16) unsigned char control[256][16];
+};
+constexpr PackTable make_pack_table() {
+  PackTable t{};
+  for (int m = 0; m < 256; ++m) {
+    int k = 0;
+    for (int lane = 0; lane < 8; ++lane)
+      if (m >> lane & 1) {
+        t.control[m][2 * k] = static_cast<unsigned char>(2 * lane);
+        t.control[m][2 * k + 1] = static_cast<unsigned char>(2 * lane + 1);
+        ++k;
+      }
+    for (; k < 8; ++k) t.control[m][2 * k] = t.control[m][2 * k + 1] = 0x80;  // pshufb: zero
   }
-  for (; i < n; ++i) table[in[i] & 0x7FFFu] += 1;
+  return t;
+}
+constexpr PackTable kPack = make_pack_table();
+
+// Writes the nonzero lanes of q, in order, to out (which must have room for 16) and returns
+// how many.
+inline std::size_t pack_nonzero(__m256i q, std::uint16_t* out) {
+  const __m256i is_zero = _mm256_cmpeq_epi16(q, _mm256_setzero_si256());
+  // packs gives bytes [lanes 0-7, lanes 0-7 | lanes 8-15, lanes 8-15]: mask bits 0-7 and 16-23
+  const auto keep = ~static_cast<unsigned>(_mm256_movemask_epi8(_mm256_packs_epi16(is_zero, is_zero)));
+  const unsigned lo = keep & 0xFF, hi = keep >> 16 & 0xFF;
+  const auto ctl = [](unsigned m) { return _mm_load_si128(reinterpret_cast<const __m128i*>(kPack.control[m])); };
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_shuffle_epi8(_mm256_castsi256_si128(q), ctl(lo)));
+  const auto n_lo = static_cast<std::size_t>(__builtin_popcount(lo));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + n_lo), _mm_shuffle_epi8(_mm256_extracti128_si256(q, 1), ctl(hi)));
+  return n_lo + static_cast<std::size_t>(__builtin_popcount(hi));
+}
+
+constexpr std::size_t kPackRun = 512;  // elements per run of the buffer below (1 KiB, in L1)
+static_assert(kPackRun % 16 == 0, "whole steps of 16 elements");
+
+// For elements i in [0, n) (n a multiple of 16): slots(i, out) packs the nonzero slots of elements
+// i .. i + 15 to out and returns how many; they are tallied. Returns how many were zero.
+template <class Slots>
+std::size_t tally_packed(std::size_t n, std::uint32_t* table, Slots slots) {
+  alignas(32) std::uint16_t buf[kPackRun + 16];  // + 16: room for the last step's full stores
+  std::size_t zeros = 0;
+  for (std::size_t run = 0; run < n; run += kPackRun) {
+    const std::size_t end = run + (n - run < kPackRun ? n - run : kPackRun);
+    std::size_t k = 0;
+    for (std::size_t i = run; i < end; i += 16) k += slots(i, buf + k);
+    std::size_t j = 0;
+    for (; j + 4 <= k; j += 4) {
+      std::uint64_t w;
+      std::memcpy(&w, buf + j, 8);
+      bump4(w, table);
+    }
+    for (; j < k; ++j) table[buf[j]] += 1;
+    zeros += (end - run) - k;
+  }
+  return zeros;
+}
+
+// fp32: the statistics in vectors; the slots (a >> 16 <= 0x7FFF, which the unsigned saturating
+// pack keeps) of 16 elements packed to 16-bit lanes.
+ScanResult tally_f32_zeros(const float* in, std::size_t n, std::uint32_t* table) {
+  Stats st;
+  const __m256i zero = _mm256_setzero_si256();
+  const std::size_t m = n / 16 * 16;
+  const std::size_t zeros = tally_packed(m, table, [&](std::size_t i, std::uint16_t* out) {
+    const __m256i a = load_abs_f32(in, i), b = load_abs_f32(in, i + 8);
+    st.add(a, _mm256_cmpeq_epi32(a, zero));
+    st.add(b, _mm256_cmpeq_epi32(b, zero));
+    return pack_nonzero(_mm256_packus_epi32(_mm256_srli_epi32(a, 16), _mm256_srli_epi32(b, 16)), out);
+  });
+  table[0] += static_cast<std::uint32_t>(zeros);
+  for (std::size_t j = m; j < n; ++j) table[abs_one_f32(in, j) >> 16] += 1;
+  return st.finish<abs_one_f32>(in, m, n);
+}
+
+// bf16: the slot is the pattern without its sign.
+void tally_bf16_zeros(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
+  const __m256i abs = _mm256_set1_epi16(0x7FFF);
+  const std::size_t m = n / 16 * 16;
+  const std::size_t zeros = tally_packed(m, table, [&](std::size_t i, std::uint16_t* out) {
+    return pack_nonzero(_mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)), abs), out);
+  });
+  table[0] += static_cast<std::uint32_t>(zeros);
+  for (std::size_t j = m; j < n; ++j) table[in[j] & 0x7FFFu] += 1;
 }
 
 // Tail candidates: 8 compares per instruction; the rare lanes that pass are copied out in order.

@@ -41,24 +41,33 @@ void count(const void* in, std::size_t n, int shift, int base, std::uint32_t* ta
 }
 
 // ---- pattern tallies ---------------------------------------------------------------------------
-// q = top 16 bits of |x| (see hist_kernels.hpp); with SpreadZeros, q == 0 goes to the zero slot
-// of its lane instead (element i is lane i % 16).
-template <bool SpreadZeros>
-inline void tally_one(std::uint32_t q, std::size_t i, std::uint32_t* table) {
-  if constexpr (SpreadZeros) q = q != 0 ? q : static_cast<std::uint32_t>(kPatternSlots + i % kZeroSlots);
+// q = top 16 bits of |x| (see hist_kernels.hpp); with CountZeros, the samples with q == 0 are
+// counted in a register and added to slot 0 at the end (the table is the same either way).
+template <bool CountZeros>
+inline void tally_one(std::uint32_t q, std::uint32_t* table, std::uint32_t& zeros) {
+  if constexpr (CountZeros) {
+    if (q == 0) {
+      ++zeros;
+      return;
+    }
+  }
   table[q] += 1;
 }
 
-template <bool SpreadZeros>
+template <bool CountZeros>
 ScanResult tally_f32(const float* in, std::size_t n, std::uint32_t* table) {
   const ScanResult r = scan<abs_bits_f32>(in, n);
-  for (std::size_t i = 0; i < n; ++i) tally_one<SpreadZeros>(abs_bits_f32(in, i) >> 16, i, table);
+  std::uint32_t zeros = 0;
+  for (std::size_t i = 0; i < n; ++i) tally_one<CountZeros>(abs_bits_f32(in, i) >> 16, table, zeros);
+  table[0] += zeros;
   return r;
 }
 
-template <bool SpreadZeros>
+template <bool CountZeros>
 void tally_bf16(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
-  for (std::size_t i = 0; i < n; ++i) tally_one<SpreadZeros>(abs_bits_bf16(in, i) >> 16, i, table);
+  std::uint32_t zeros = 0;
+  for (std::size_t i = 0; i < n; ++i) tally_one<CountZeros>(abs_bits_bf16(in, i) >> 16, table, zeros);
+  table[0] += zeros;
 }
 
 std::size_t select_f32(const float* in, std::size_t n, std::uint32_t above, std::uint32_t* out) {

@@ -19,17 +19,17 @@ namespace fp8q::calib::detail {
 // fold skips them).
 //
 // Why a table and one increment per sample: AVX2 has no scatter, so a histogram is one
-// load-add-store per sample, about one per cycle on Zen 3. The cost beyond that is a chain of
-// increments to one address: store-to-load forwarding makes each wait for the one before. That
-// happens when one value is common, and in practice that value is zero (ReLU outputs, padding,
-// pruned weights), so the `_zeros` variants send the samples with q == 0 to kZeroSlots separate
-// slots kPatternSlots + l, l in [0, 16), taken in turn along each group of 16 elements (in an
-// order each kernel picks); the fold adds them to bin 0, where slot 0 goes too. The caller
-// picks the variant per block from the previous block's zeros: the plain one is faster when
-// zeros are rare, and both give the same bins after the fold.
+// load-add-store per sample; Zen 3 retires about one such store per cycle (two only when they
+// are to adjacent addresses), which is the limit of the plain variants. The cost beyond that is
+// a chain of increments to one address: store-to-load forwarding makes each wait for the one
+// before. That happens when one value is common, and in practice that value is zero (ReLU
+// outputs, padding, pruned weights), so the `_zeros` variants do not tally the samples with
+// q == 0 at all: they count them (with vector compares in the AVX2 kernels) and add the count
+// to slot 0 once per call; only the other samples take a store. The caller picks the variant
+// per block from the previous block's zeros: the plain one is faster when zeros are rare, and
+// both leave the same table.
 inline constexpr std::size_t kPatternSlots = 0x8000;  // q in [0, 2^15)
-inline constexpr std::size_t kZeroSlots = 16;
-inline constexpr std::size_t kTallySlots = kPatternSlots + kZeroSlots;
+inline constexpr std::size_t kTallySlots = kPatternSlots;
 inline constexpr std::uint32_t kNonFiniteQ = 0x7F80;  // q of +Inf; above it NaN
 
 struct ScanResult {
