@@ -1,22 +1,31 @@
 // Fused cast + transpose. The matrix is cut into bands of at most kBandRows rows and each
 // band into chunks of at most kChunkCols columns; a thread walks its bands chunk by chunk:
-//   1. row by row, the bulk kernel converts the row's segment into the chunk buffer; the input
-//      is read once, in order (a band of whole rows is one sequential stream, which the
-//      hardware prefetcher follows), and the segment's amax is taken right after, from L1;
-//   2. each segment's codes are copied from the buffer to q;
-//   3. the chunk is transposed, 64 columns x the band's rows at a time, through a tile buffer
-//      into qt: each row of qt receives the band's 256 codes (four whole cache lines) in one
-//      visit to its page.
+//   1. row by row, the bulk kernel converts the row's segment into the chunk buffer, in
+//      pieces of kPieceCols columns; the input is read once, in order (a band of whole rows is
+//      one sequential stream, which the prefetchers follow), and each piece's amax is taken
+//      right after, from L1;
+//   2. each piece's codes are copied from the buffer to q;
+//   3. the chunk is transposed a tile column (64 columns x the band's rows) at a time into the
+//      tile buffer, and from there into qt: each row of qt receives the band's 256 codes (four
+//      whole cache lines) in one visit to its page. Every other chunk of a thread walks its
+//      tile columns from last to first, so that the qt pages the previous chunk touched last,
+//      still in the TLB, are the first ones touched again.
 // Codes are computed once, by the same kernels as convert(), keyed by the element's index in
-// the input, so q and qt agree with convert() for any band, chunk or thread split.
+// the input, so q and qt agree with convert() for any band, chunk, piece or thread split.
 //
-// Why these sizes (measured on a Zen 3 VM, [8192, 4096] bf16, one thread): every 64-byte
-// store into qt lands in another page (qt rows are `rows` bytes apart), and a TLB miss costs
-// about as much as writing the line, so writing qt alone takes 5.1 ms with 64 bytes per page
-// visit, 2.0 ms with 256 and 1.4 ms sequentially; reading half rows (2048 columns) instead of
-// whole ones made the conversion 30-60% slower (the prefetcher loses the stream at each jump).
-// Bands of 128 or 512 rows, a second chunk buffer that let one chunk be transposed while the
-// next was converted, and prefetching qt's lines were all measured slower.
+// Where the time goes (Zen 3 VM, [8192, 4096] bf16 -> e4m3fn with a scale, one thread, CPU
+// time per call, with convert() at 9.5 ms): the conversion alone 9.4 ms, + the amax 0.8 ms, +
+// the copy to q 1.2 ms, + the transposes 1.3 ms, + the stores to qt 3-4 ms, of which about
+// 2 ms are page walks (with qt in 2 MiB pages the fused pass takes 14.5 ms instead of 16.5),
+// some of it overlapped. Every 64-byte store into qt lands in another page (qt rows are
+// `rows` bytes apart), so writing qt alone takes 5.1 ms with 64 bytes per page visit, 2.0 ms
+// with 256 and 1.4 ms sequentially; reading half rows (2048 columns) instead of whole ones
+// made the conversion 30-60% slower.
+// Measured slower or no faster: bands of 128 or 512 rows; chunks of 512-2048 columns; a second
+// chunk buffer with the previous chunk's transpose interleaved with the conversion of the
+// next; converting straight into q and transposing from there; ordinary instead of
+// non-temporal stores into qt, with or without prefetching its lines; 16 x 32 instead of
+// 8 x 32 transposed blocks.
 //
 // Large outputs are written with non-temporal stores (whole 64-byte lines, no read for
 // ownership): the fused pass then moves the same bytes to and from memory as a single
@@ -42,18 +51,22 @@
 namespace fp8q {
 namespace {
 
+using detail::kTileColumnRows;
 using detail::kTransposeTile;
 using detail::load_code;
 using detail::TransposeKernels;
 
 // Rows per band: each row of qt receives kBandRows contiguous bytes (whole 64-byte lines) per
 // band, in one visit to its page.
-constexpr std::size_t kBandRows = 256;
-static_assert(kBandRows % kTransposeTile == 0, "a band is a whole number of tiles high");
-// Columns per chunk: whole rows up to 4096 columns (see above), which also amortises the bulk
-// kernel's per-call setup; a chunk's codes (up to 1 MiB: L2 and L3) are read back for the
-// transpose with software prefetches one tile ahead.
+constexpr std::size_t kBandRows = kTileColumnRows;
+// Columns per chunk: whole rows up to 4096 columns (see above); a chunk's codes (up to 1 MiB:
+// L2 and L3) are read back for the transpose with software prefetches ahead of the rows.
 constexpr std::size_t kChunkCols = 4096;
+// Columns per kernel call: the piece's input (1 KiB of bf16 or fp16, 2 KiB of fp32) is still in
+// L1 for the amax, and the copy of its codes to q is a short burst of streaming stores between
+// conversions rather than a whole row's; 512 keeps the kernel's per-call setup small against
+// its work (measured as fast as whole rows, within the noise of a shared machine).
+constexpr std::size_t kPieceCols = 512;
 // Outputs of at least this many codes (8 MiB for q and qt together, more than this machine's
 // L2 per core and a good part of an L3) are written non-temporally: the caller cannot find
 // them in cache anyway. Smaller ones stay in cache for the next consumer.
@@ -140,42 +153,31 @@ inline void transpose16(const std::uint8_t* src, std::size_t src_stride, std::ui
 }
 #endif
 
-void tile_base(const std::uint8_t* src, std::size_t ss, std::uint8_t* dst, std::size_t ds, std::size_t nr,
-               std::size_t nc) {
+// tb[c * kTileColumnRows + r] = src[r * ss + c] for r < nr, c < nc (transpose_kernels.hpp).
+void tile_column_base(const std::uint8_t* src, std::size_t ss, std::size_t nr, std::size_t nc, std::uint8_t* tb,
+                      const std::uint8_t* next) {
+  constexpr std::size_t ds = kTileColumnRows;
   std::size_t nr16 = 0, nc16 = 0;
 #if defined(__SSE2__)
   nr16 = nr / 16 * 16;
   nc16 = nc / 16 * 16;
-  for (std::size_t i = 0; i < nr16; i += 16)
-    for (std::size_t j = 0; j < nc16; j += 16) transpose16(src + i * ss + j, ss, dst + j * ds + i, ds);
+  for (std::size_t i = 0; i < nr16; i += 16) {
+    if (next != nullptr)
+      for (std::size_t k = 0; k < 16; ++k) _mm_prefetch(reinterpret_cast<const char*>(next + (i + k) * ss), _MM_HINT_T0);
+    for (std::size_t j = 0; j < nc16; j += 16) transpose16(src + i * ss + j, ss, tb + j * ds + i, ds);
+  }
+#else
+  (void)next;
 #endif
   // the columns right of the 16 x 16 blocks, then the rows below them
   for (std::size_t j = nc16; j < nc; ++j)
-    for (std::size_t i = 0; i < nr16; ++i) dst[j * ds + i] = src[i * ss + j];
+    for (std::size_t i = 0; i < nr16; ++i) tb[j * ds + i] = src[i * ss + j];
   for (std::size_t j = 0; j < nc; ++j)
-    for (std::size_t i = nr16; i < nr; ++i) dst[j * ds + i] = src[i * ss + j];
+    for (std::size_t i = nr16; i < nr; ++i) tb[j * ds + i] = src[i * ss + j];
 }
 
-constexpr TransposeKernels kBase{&tile_base, &amax16_base, &amax32_base};
-
-const TransposeKernels& kernels_for(Isa isa) {
-#if defined(FP8Q_HAVE_AVX2)
-  // AVX-512 machines run the AVX2 kernels (a tile row is 64 bytes: one 512-bit register would
-  // hold a whole row, but the shuffles that interleave rows work per 128-bit lane either way)
-  if (isa != Isa::kGeneric) return *detail::transpose_kernels_avx2();
-#else
-  (void)isa;
-#endif
-  return kBase;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Stores
-
-// dst[0, n) = src[0, n). With `stream`, the 64-byte lines of dst that it covers whole are
-// written non-temporally (no read for ownership, not kept in cache); the partial lines at
-// either end, and everything without `stream`, by ordinary stores.
-inline void store_codes(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool stream) {
+// dst[0, n) = src[0, n), the whole 64-byte lines of dst streamed with `stream`.
+void copy_base(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool stream) {
 #if defined(__SSE2__)
   if (stream) {
     std::size_t i = std::min(n, (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64);
@@ -193,6 +195,19 @@ inline void store_codes(std::uint8_t* dst, const std::uint8_t* src, std::size_t 
   std::memcpy(dst, src, n);
 }
 
+constexpr TransposeKernels kBase{&tile_column_base, &copy_base, &amax16_base, &amax32_base};
+
+const TransposeKernels& kernels_for(Isa isa) {
+#if defined(FP8Q_HAVE_AVX2)
+  // AVX-512 machines run the AVX2 kernels (a tile row is 64 bytes: one 512-bit register would
+  // hold a whole row, but the shuffles that interleave rows work per 128-bit lane either way)
+  if (isa != Isa::kGeneric) return *detail::transpose_kernels_avx2();
+#else
+  (void)isa;
+#endif
+  return kBase;
+}
+
 // Non-temporal stores are weakly ordered: fence them before the thread reports completion.
 void fence_streams() {
 #if defined(__SSE2__)
@@ -206,8 +221,8 @@ void fence_streams() {
 // Band b covers rows [start(b), start(b + 1)). When each row of qt starts on the same offset
 // within a 64-byte line (rows % 64 == 0), the first band is cut short so that every later band
 // starts a line of every qt row: qt + c * rows + start(b) is then 64-byte aligned and the
-// tiles' qt stores are whole lines. The split never changes a code: it only decides which
-// element is converted when.
+// tile columns' qt stores are whole lines. The split never changes a code: it only decides
+// which element is converted when.
 struct Bands {
   std::size_t rows = 0, first = kBandRows;
   std::size_t count() const { return rows <= first ? (rows > 0 ? 1 : 0) : 1 + (rows - first + kBandRows - 1) / kBandRows; }
@@ -248,21 +263,16 @@ struct Job {
   std::size_t stride;
 };
 
-// Chunk c into qt, by column tiles (64 columns x the chunk's rows), each through the tile
-// buffer `tb` (64 x kBandRows, column-major).
-void transpose_chunk(const Job& job, const Chunk& c, std::uint8_t* tb) {
-  for (std::size_t t = 0; t < c.tiles(); ++t) {
-    const std::size_t j0 = t * kTransposeTile, tw = std::min(kTransposeTile, c.w - j0);
-#if defined(__SSE2__)
-    // the next tile's lines (one per row) are in L2 or L3: ask for them now
-    if (j0 + kTransposeTile < c.w)
-      for (std::size_t r = 0; r < c.h; ++r)
-        _mm_prefetch(reinterpret_cast<const char*>(c.buf + r * job.stride + j0 + kTransposeTile), _MM_HINT_T0);
-#endif
-    for (std::size_t s0 = 0; s0 < c.h; s0 += kTransposeTile)
-      job.k->tile(c.buf + s0 * job.stride + j0, job.stride, tb + s0, kBandRows, std::min(kTransposeTile, c.h - s0), tw);
+// Chunk c into qt, by tile columns (64 columns x the chunk's rows), each through the tile
+// buffer `tb` (64 x kTileColumnRows, column-major); `reverse` walks them from last to first.
+void transpose_chunk(const Job& job, const Chunk& c, std::uint8_t* tb, bool reverse) {
+  const std::size_t n = c.tiles();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t t = reverse ? n - 1 - i : i, j0 = t * kTransposeTile, tw = std::min(kTransposeTile, c.w - j0);
+    const std::uint8_t* next = i + 1 < n ? c.buf + (reverse ? t - 1 : t + 1) * kTransposeTile : nullptr;
+    job.k->tile_column(c.buf + j0, job.stride, c.h, tw, tb, next);
     for (std::size_t j = 0; j < tw; ++j)
-      store_codes(job.qt + (c.c0 + j0 + j) * job.rows + c.r0, tb + j * kBandRows, c.h, job.stream);
+      job.k->copy(job.qt + (c.c0 + j0 + j) * job.rows + c.r0, tb + j * kTileColumnRows, c.h, job.stream);
   }
 }
 
@@ -275,16 +285,31 @@ void throw_first_nan(const Job& job, std::size_t r0, std::size_t r1) {
                             " (NaN policy: error)");
 }
 
+// The chunk buffer and the tile buffer of the calling thread, kept from call to call: a fresh
+// megabyte costs a page fault per 4 KiB on first touch, about 1 ms per call on the VM above.
+// Freed when the thread exits (parallel_chunks' worker threads exit at the end of the call).
+std::uint8_t* workspace(std::size_t bytes) {
+  thread_local std::unique_ptr<std::uint8_t[]> storage;
+  thread_local std::size_t size = 0;
+  if (size < bytes) {
+    storage.reset();
+    size = 0;
+    storage.reset(new std::uint8_t[bytes + 64]);
+    size = bytes;
+  }
+  return storage.get() + (64 - reinterpret_cast<std::uintptr_t>(storage.get()) % 64) % 64;
+}
+
 // Bands [b0, b1): returns the amax pattern (fp32 bits for fp32; the 16-bit pattern otherwise).
 std::uint32_t run_bands(const Job& job, const Bands& bands, std::size_t b0, std::size_t b1) {
   // the chunk buffer (up to 256 x 4160 bytes: L2 and L3) and the tile buffer (16 KiB, L1)
   const std::size_t buf_bytes = std::min(kBandRows, job.rows) * job.stride;
-  constexpr std::size_t kTileBytes = kTransposeTile * kBandRows;
-  const std::unique_ptr<std::uint8_t[]> storage(new std::uint8_t[buf_bytes + kTileBytes + 64]);
-  std::uint8_t* const buf = storage.get() + (64 - reinterpret_cast<std::uintptr_t>(storage.get()) % 64) % 64;
+  constexpr std::size_t kTileBytes = kTransposeTile * kTileColumnRows;
+  std::uint8_t* const buf = workspace(buf_bytes + kTileBytes);
   std::uint8_t* const tb = buf + buf_bytes;
 
   std::uint32_t amax = 0;
+  bool reverse = false;
   for (std::size_t b = b0; b < b1; ++b) {
     const std::size_t r0 = bands.start(b), r1 = bands.start(b + 1);
     bool nan = false;
@@ -294,20 +319,26 @@ std::uint32_t run_bands(const Job& job, const Bands& bands, std::size_t b0, std:
         const std::size_t i0 = (r0 + r) * job.cols + c0;
         const std::byte* src = job.in + i0 * job.ib;
         std::uint8_t* row = buf + r * job.stride;
-        if (job.fn != nullptr) {
-          nan = job.fn(src, row, chunk.w, i0, *job.params) || nan;
-        } else {
-          for (std::size_t j = 0; j < chunk.w; ++j) {
-            const Converted cv = convert_one(load_code(src + j * job.ib, job.ib), *job.from, *job.to, *job.options, i0 + j);
-            row[j] = static_cast<std::uint8_t>(cv.code);
-            nan = nan || cv.nan_unrepresentable;
+        for (std::size_t p0 = 0; p0 < chunk.w; p0 += kPieceCols) {
+          const std::size_t pw = std::min(kPieceCols, chunk.w - p0);
+          const std::byte* piece = src + p0 * job.ib;
+          if (job.fn != nullptr) {
+            nan = job.fn(piece, row + p0, pw, i0 + p0, *job.params) || nan;
+          } else {
+            for (std::size_t j = p0; j < p0 + pw; ++j) {
+              const Converted cv =
+                  convert_one(load_code(src + j * job.ib, job.ib), *job.from, *job.to, *job.options, i0 + j);
+              row[j] = static_cast<std::uint8_t>(cv.code);
+              nan = nan || cv.nan_unrepresentable;
+            }
           }
+          // the piece's input is still in L1
+          amax = std::max(amax, job.ib == 4 ? job.k->amax32(piece, pw) : std::uint32_t{job.k->amax16(piece, pw)});
+          job.k->copy(job.q + i0 + p0, row + p0, pw, job.stream);
         }
-        // the segment is still in L1
-        amax = std::max(amax, job.ib == 4 ? job.k->amax32(src, chunk.w) : std::uint32_t{job.k->amax16(src, chunk.w)});
-        store_codes(job.q + i0, row, chunk.w, job.stream);
       }
-      transpose_chunk(job, chunk, tb);
+      transpose_chunk(job, chunk, tb, reverse);
+      reverse = !reverse;
     }
     // a NaN the target cannot hold: name the first one of the band in index order (the chunks
     // of a band are not in index order)

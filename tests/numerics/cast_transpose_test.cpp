@@ -3,8 +3,11 @@
 // no multiple of the tiles, every rounding (stochastic keyed by the input index) and any
 // thread count. The paths of cast_transpose.cpp each case reaches are named beside it: bands
 // of 256 rows (the first one cut short when rows % 64 == 0 and qt is not 64-byte aligned),
-// chunks of 4096 columns, 8 x 32 (AVX2) or 16 x 16 (baseline) transposed blocks with byte-wise
-// edges, and non-temporal stores for outputs of 4 Mi codes or more.
+// chunks of 4096 columns converted in pieces of 512, tile columns of 64 columns walked forward
+// and (every other chunk) backward, 8 x 32 (AVX2) or 16 x 16 (baseline) transposed blocks with
+// byte-wise edges, non-temporal stores for outputs of 4 Mi codes or more, and the per-thread
+// workspace kept from call to call (the cases run one after another, on shapes that need
+// more or less of it than the call before).
 #include "fp8q/numerics/cast_transpose.hpp"
 
 #include <gtest/gtest.h>
@@ -140,14 +143,17 @@ TEST(CastTranspose, NanErrorAndSizes) {
   EXPECT_THROW(cast_transpose(std::as_bytes(std::span(x)), kF32, 4, 10, q, short_out, kE4M3FN), std::invalid_argument);
 }
 
-// Shapes that reach every edge of the band / chunk / block split: rows around the 256-row band
-// and the 64-row alignment cut, columns around the 4096-column chunk and the 32- and 16-wide
-// blocks, qt at each offset within a 64-byte line that changes the first band.
+// Shapes that reach every edge of the band / chunk / piece / block split: rows around the
+// 256-row band and the 64-row alignment cut, columns around the 4096-column chunk, the
+// 512-column piece and the 64-, 32- and 16-wide blocks, a single row or column, bands of two
+// chunks (one of them 4 columns wide: walked backward) and a 1-row last band, qt at each
+// offset within a 64-byte line that changes the first band.
 TEST_P(CastTransposeOnIsa, BandChunkAndAlignmentEdges) {
   struct Shape {
     std::size_t rows, cols;
   };
-  const Shape shapes[] = {{257, 65}, {320, 70}, {64, 4100}, {513, 33}, {256, 31}, {2, 8193}, {129, 4096}};
+  const Shape shapes[] = {{257, 65},  {320, 70},   {64, 4100}, {513, 33}, {256, 31},  {2, 8193},  {129, 4096},
+                          {1, 4100},  {1100, 1},   {7, 513},   {300, 1023}, {257, 4100}, {1, 511}, {600, 2}};
   for (const Format* from : {&kBF16, &kF32, &kF16})
     for (const Shape& s : shapes)
       for (std::size_t qt_off : {0, 1, 16, 48}) {

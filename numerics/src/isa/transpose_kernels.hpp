@@ -1,7 +1,8 @@
 // Internal: the kernels of the fused cast + transpose (cast_transpose.cpp) that depend on the
-// instruction set: the transpose of one tile of codes and the amax of a stretch of the input.
-// The baseline (SSE2, part of x86-64) versions live in cast_transpose.cpp; AVX2 ones in
-// transpose_avx2.cpp, compiled alone with -mavx2. Not installed.
+// instruction set: the transpose of one tile column of codes, the copy of codes to an output
+// (streamed or not) and the amax of a stretch of the input. The baseline (SSE2, part of
+// x86-64) versions live in cast_transpose.cpp; AVX2 ones in transpose_avx2.cpp, compiled alone
+// with -mavx2. Not installed.
 #pragma once
 
 #include <cstddef>
@@ -9,13 +10,20 @@
 
 namespace fp8q::detail {
 
-// Tiles are at most kTransposeTile x kTransposeTile codes.
+// A tile column is at most kTransposeTile columns wide and kTileColumnRows rows high.
 inline constexpr std::size_t kTransposeTile = 64;
+inline constexpr std::size_t kTileColumnRows = 256;
 
 struct TransposeKernels {
-  // dst[c * dst_stride + r] = src[r * src_stride + c] for r < nr, c < nc (nr, nc <= 64).
-  void (*tile)(const std::uint8_t* src, std::size_t src_stride, std::uint8_t* dst, std::size_t dst_stride,
-               std::size_t nr, std::size_t nc);
+  // tb[c * kTileColumnRows + r] = src[r * src_stride + c] for r < nr, c < nc
+  // (nr <= kTileColumnRows, nc <= kTransposeTile). `next` (or nullptr) is the tile column to
+  // be transposed next, same rows and stride: the first lines of its rows are prefetched.
+  void (*tile_column)(const std::uint8_t* src, std::size_t src_stride, std::size_t nr, std::size_t nc,
+                      std::uint8_t* tb, const std::uint8_t* next);
+  // dst[0, n) = src[0, n). With `stream`, the 64-byte lines of dst that the copy covers whole
+  // are written with non-temporal stores (no read for ownership, not kept in cache); the
+  // partial lines at either end, and everything without `stream`, by ordinary stores.
+  void (*copy)(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool stream);
   // max over i < n of (p[i] & 0x7FFF): for bf16 and fp16 the sign-cleared pattern orders
   // magnitudes (NaN patterns above Inf), so this is the pattern of the largest |x|.
   std::uint16_t (*amax16)(const void* p, std::size_t n);  // p: 2-byte codes, any alignment
