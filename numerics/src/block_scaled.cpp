@@ -155,6 +155,15 @@ void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t r
   parallel_pinned(
       rows, bulk.threads,
       [&](std::size_t r0, std::size_t r1) {
+        if (fn != nullptr && cols % 32 == 0) {
+          // rows of whole blocks: the chunk is one run of blocks (codes and scales are
+          // contiguous too), converted by one kernel call instead of one per row
+          const std::size_t i0 = r0 * cols, n = (r1 - r0) * cols;
+          const std::size_t done = fn(in.data() + i0 * ib, out.data() + i0, scales.data() + r0 * per_row, n, i0, params, m);
+          for (std::size_t i = done; i < n; i += block)  // none today: the kernels take every whole block
+            scalar_block(i0 + i, i0 + i + block, scales[r0 * per_row + i / block]);
+          return;
+        }
         for (std::size_t r = r0; r < r1; ++r) {
           const std::size_t i0 = r * cols;
           std::uint8_t* row_scales = scales.data() + r * per_row;

@@ -25,6 +25,7 @@ struct NarrowParams {
   std::int32_t man_bits = 0;      // m
   std::int32_t emin = 0;          // exponent of the smallest normal
   std::int32_t max_code = 0;      // largest finite magnitude code
+  std::int32_t max_bits = 0;      // the fp32 bit pattern of its value (exact in fp32)
   std::int32_t nan_code = 0;      // magnitude of the canonical NaN (0x80 for fnuz; 0 if none)
   std::int32_t inf_or_nan = 0;    // magnitude an IEEE overflow produces (Inf, else NaN)
   std::int32_t sign_shift = 0;    // sign bit = (fp32 sign) << sign_shift

@@ -70,7 +70,9 @@ struct NarrowKernel {
 
   struct Consts {
     V c7fffffff, c7fffff, c800000, c7f800000, c80000000, one, zero, m1_127, emin, sh_base,
-        max_code, nan_code, inf_or_nan, c31, c32, min_normal, cap, quantum_shift;
+        max_code, nan_code, inf_or_nan, c31, c32, min_normal, cap, quantum_shift, max_bits,
+        madd_weights, c16, nan_shifted;
+    __m128i code_shift;
     typename Ops::F scale;
     int man_bits, sign_shift;
     V key0[10], key1[10];  // Philox key schedule for this seed: (k0 + r W0, k1 + r W1)
@@ -85,6 +87,11 @@ struct NarrowKernel {
           c31(Ops::set1(31)), c32(Ops::set1(32)),
           min_normal(Ops::set1((127 + p.emin) << 23)), cap(Ops::set1(200 << 23)),
           quantum_shift(Ops::set1((23 - p.man_bits) << 23)),
+          max_bits(Ops::set1(p.max_bits)),
+          madd_weights(Ops::set1((1 << 16) | (1 << (7 - p.man_bits)))),
+          c16(Ops::set1(static_cast<std::int32_t>(0x10001u * static_cast<std::uint32_t>(shifted_bias(p))))),
+          nan_shifted(Ops::set1((p.nan_code << (7 - p.man_bits)) + shifted_bias(p))),
+          code_shift(_mm_cvtsi32_si128(7 - p.man_bits)),
           scale(Ops::set1f(p.scale)), man_bits(p.man_bits),
           sign_shift(p.sign_shift) {
       if (!philox) return;
@@ -95,6 +102,9 @@ struct NarrowKernel {
       }
     }
   };
+
+  // The constant of rne_shifted: 2^7 * (biased exponent of M for E = emin).
+  static std::int32_t shifted_bias(const fp8q::detail::NarrowParams& p) { return 128 * (p.emin + 23 - p.man_bits + 127); }
 
   // First word of Philox4x32-10 for counters n .. n + lanes - 1 (see numerics/philox.hpp).
   static V philox_word0(std::uint64_t n, const Consts& k) {
@@ -150,6 +160,34 @@ struct NarrowKernel {
     const V m_bits = Ops::add(e, k.quantum_shift);
     const V n = Ops::sub(Ops::bits(Ops::add_f(Ops::as_float(a), Ops::as_float(m_bits))), m_bits);
     return Ops::add(n, Ops::srl(Ops::sub(e, k.min_normal), 23 - k.man_bits));
+  }
+
+  // rne_magnitude under saturation: |x| is first clamped to the largest finite value (as
+  // bits: NaN patterns too, they are replaced afterwards), so that every code stays in
+  // range without a clamp of the result or of e: a value above the maximum gives max_code
+  // either way, and max_bits is exact. Two operations fewer than rne_magnitude + min.
+  static V rne_magnitude_saturated(V u, const Consts& k) {
+    const V a = Ops::min(Ops::band(u, k.c7fffffff), k.max_bits);
+    const V e = Ops::max(Ops::band(a, k.c7f800000), k.min_normal);
+    const V m_bits = Ops::add(e, k.quantum_shift);
+    const V n = Ops::sub(Ops::bits(Ops::add_f(Ops::as_float(a), Ops::as_float(m_bits))), m_bits);
+    return Ops::add(n, Ops::srl(Ops::sub(e, k.min_normal), 23 - k.man_bits));
+  }
+
+  // rne_magnitude_saturated without its last four operations: the sum S = |x| + M holds the
+  // rounded count n in its low 16 bits (n <= 2^(m+1)) and the biased exponent of M, B =
+  // E + 150 - m, in bits 23..30, so the high 16 bits of S are B << 7. One vpmaddwd with weights
+  // (2^(7-m), 1) gives t = 2^(7-m) n + 2^7 B = 2^(7-m) (n + (B << m)) = ((code << (7-m)) + c,
+  // c = 2^7 (emin + 150 - m) (shifted_bias): code = (t - c) >> (7 - m), which the store takes
+  // on 16-bit lanes after the first pack (t <= 2^8 + 2^7 * 163 < 2^15 for every target).
+  // A NaN lane gets the NaN code in the same form.
+  static V rne_shifted(V u, const Consts& k, V& nan_seen, bool has_nan) {
+    const V a = Ops::min(Ops::band(u, k.c7fffffff), k.max_bits);
+    const V e = Ops::max(Ops::band(a, k.c7f800000), k.min_normal);
+    const V t = Ops::madd16(Ops::bits(Ops::add_f(Ops::as_float(a), Ops::as_float(Ops::add(e, k.quantum_shift)))), k.madd_weights);
+    const V is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);
+    if (!has_nan) nan_seen = Ops::bor(nan_seen, is_nan);
+    return Ops::select(is_nan, k.nan_shifted, t);
   }
 
   static V narrow_rne(V u, const Consts& k, const fp8q::detail::NarrowParams& p, V& nan_seen) {
@@ -235,16 +273,21 @@ struct NarrowKernel {
   // applied by the store).
   template <class Fl>
   [[gnu::always_inline]] static V rne_mag(V u, const Consts& k, V& nan_seen) {
-    V mag = rne_magnitude(u, k);
+    V mag;
     if constexpr (Fl::kInfResult) {
+      mag = rne_magnitude(u, k);
       mag = Ops::select(Ops::gt(mag, k.max_code), k.inf_or_nan, mag);
     } else {
-      mag = Ops::min(mag, k.max_code);
+      mag = rne_magnitude_saturated(u, k);
     }
     const V is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);
     if constexpr (!Fl::kHasNan) nan_seen = Ops::bor(nan_seen, is_nan);
     return Ops::select(is_nan, k.nan_code, mag);
   }
+
+  // Saturating 8-bit targets keep their codes in rne_shifted's form up to the store.
+  template <class Fl>
+  static constexpr bool kShifted = Ops::kShiftedCodes && Fl::kSign7 && !Fl::kInfResult;
 
   // Nearest-even, one loop per flavor; an 8-bit target takes its sign bits 32 at a time in
   // the store (Ops::store_bytes4_signed), others per vector. bf16 may load interleaved.
@@ -268,9 +311,15 @@ struct NarrowKernel {
         for (std::size_t j = 0; j < 4; ++j) {
           if constexpr (!kInter) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
           if constexpr (kScale != Scale::kNone) u[j] = Ops::bits(scaled<kScale>(Ops::as_float(u[j]), k.scale));
-          c[j] = rne_mag<Fl>(u[j], k, nan_seen);
+          if constexpr (kShifted<Fl>) {
+            c[j] = rne_shifted(u[j], k, nan_seen, Fl::kHasNan);
+          } else {
+            c[j] = rne_mag<Fl>(u[j], k, nan_seen);
+          }
         }
-        if constexpr (Fl::kSign7) {
+        if constexpr (kShifted<Fl>) {
+          Ops::template store_bytes4_signed_shifted<kStream, Fl::kNegativeZero, kInter>(out + i, c, u, k.c16, k.code_shift);
+        } else if constexpr (Fl::kSign7) {
           Ops::template store_bytes4_signed<kStream, Fl::kNegativeZero, kInter>(out + i, c, u);
         } else if constexpr (kInter) {
           for (std::size_t j = 0; j < 4; ++j) {

@@ -2,6 +2,7 @@
 #include "isa/narrow.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace fp8q::detail {
 
@@ -21,6 +22,8 @@ NarrowParams make_narrow_params(const Format& from, const Format& to, const Conv
   p.man_bits = to.man_bits;
   p.emin = to.emin();
   p.max_code = static_cast<std::int32_t>(to.max_finite_code());
+  const auto max_value = static_cast<float>(to.max_finite());
+  std::memcpy(&p.max_bits, &max_value, 4);
   p.has_nan = to.has_nan();
   p.nan_code = static_cast<std::int32_t>(to.canonical_nan());
   p.inf_or_nan = static_cast<std::int32_t>(to.has_inf() ? to.inf_code() : to.canonical_nan());

@@ -96,6 +96,24 @@ struct OpsAvx2 {
   template <bool kStream, bool kNegativeZero, bool kInterleaved = false>
   static void store_bytes4_signed(std::uint8_t* out, const V c[4], const V u[4]) {
     const V codes = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
+    store_codes_signed<kStream, kNegativeZero, kInterleaved>(out, codes, u);
+  }
+
+  // The same for codes held as t = (code << s) + c in 32-bit lanes (0 <= t < 2^15, the form
+  // of the fp32 kernel's vpmaddwd): subtracting c and shifting happen after the first pack,
+  // on twice the lanes.
+  static constexpr bool kShiftedCodes = true;
+  static V madd16(V a, V b) { return _mm256_madd_epi16(a, b); }  // per 32-bit lane: lo*lo + hi*hi
+  template <bool kStream, bool kNegativeZero, bool kInterleaved = false>
+  static void store_bytes4_signed_shifted(std::uint8_t* out, const V t[4], const V u[4], V c16, __m128i s) {
+    const V lo = _mm256_srl_epi16(_mm256_sub_epi16(_mm256_packus_epi32(t[0], t[1]), c16), s);
+    const V hi = _mm256_srl_epi16(_mm256_sub_epi16(_mm256_packus_epi32(t[2], t[3]), c16), s);
+    store_codes_signed<kStream, kNegativeZero, kInterleaved>(out, _mm256_packus_epi16(lo, hi), u);
+  }
+
+  // 32 byte codes (in pack order) or-ed with the signs of u[0..3], permuted back and stored.
+  template <bool kStream, bool kNegativeZero, bool kInterleaved>
+  [[gnu::always_inline]] static void store_codes_signed(std::uint8_t* out, V codes, const V u[4]) {
     V sign = _mm256_packs_epi16(_mm256_packs_epi32(u[0], u[1]), _mm256_packs_epi32(u[2], u[3]));
     sign = _mm256_and_si256(sign, _mm256_set1_epi8(static_cast<char>(0x80)));
     if constexpr (!kNegativeZero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), sign);

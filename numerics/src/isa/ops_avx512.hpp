@@ -63,6 +63,8 @@ struct OpsAvx512 {
 
   // bf16 keeps the natural-order widening here (no interleaved variant).
   static constexpr bool kInterleavedBf16 = false;
+  // No vpmaddwd form of the codes here (NarrowKernel::rne_shifted): the plain form.
+  static constexpr bool kShiftedCodes = false;
 
   template <fp8q::detail::Source S>
   static F load(const unsigned char* p) {
