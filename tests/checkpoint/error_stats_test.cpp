@@ -263,6 +263,31 @@ TEST(WholeViews, Avx2AndEveryThreadCountGiveTheGenericBits) {
   if (!avx2) GTEST_SKIP() << "no AVX2 + F16C: only the generic path ran";
 }
 
+// The pipeline runs ErrorMeasurement's chunks in whatever order its threads take them
+// (pipeline::WriteJob), reusing one Scratch for chunks of different rows: the figures
+// must be measure_error()'s whatever the order. Chunks here are run last to first, and
+// interleaved from both ends, with one shared Scratch.
+TEST(WholeViews, ChunksInAnyOrderGiveTheSameBits) {
+  const bool avx2 = have_avx2();
+  for (const Case& c : cases()) {
+    const auto bytes = store(c.bits, c.dtype);
+    for (Isa isa : {Isa::kGeneric, Isa::kAvx2}) {
+      if (isa == Isa::kAvx2 && !avx2) continue;
+      const ErrorStats want = detail::measure_error_isa(bytes, c.dtype, c.view, 1, isa);
+      detail::ErrorMeasurement backwards(bytes, c.dtype, c.view, isa);
+      detail::ErrorMeasurement::Scratch scratch;
+      for (std::size_t k = backwards.chunks(); k-- > 0;) backwards.measure_chunk(k, scratch);
+      expect_same(backwards.total(), want, c.name + " chunks backwards");
+      detail::ErrorMeasurement ends(bytes, c.dtype, c.view, isa);
+      for (std::size_t lo = 0, hi = ends.chunks(); lo < hi;) {
+        ends.measure_chunk(lo++, scratch);
+        if (lo < hi) ends.measure_chunk(--hi, scratch);
+      }
+      expect_same(ends.total(), want, c.name + " chunks from both ends");
+    }
+  }
+}
+
 #if defined(__x86_64__)
 // A caller with flush-to-zero and denormals-are-zero set gets the IEEE-default figures:
 // tiny multipliers make fp32(decode(q) * s) subnormal, which FTZ / DAZ would change.

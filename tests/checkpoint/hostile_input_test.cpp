@@ -152,6 +152,37 @@ TEST(HostileOptions, AllowNonfinitePassesNaNThrough) {
   EXPECT_GT(r.tensors[4].stats.nonfinite, 0u);
 }
 
+// Two bad weights: the error names the first one in input order, for every thread count and
+// with measuring on or off, although with 2+ threads weight i's job (write, error figures,
+// NaN/Inf check) runs while weight i + 1 is quantized; and nothing is left behind.
+TEST(HostileOptions, FirstBadWeightIsReportedWhateverTheOverlap) {
+  ScratchDir dir;
+  auto model = testing::small_model();
+  ConvertOptions keep_inf;
+  keep_inf.overflow = Overflow::kInfOrNan;
+  const auto minus_inf = static_cast<std::uint16_t>(encode_f32(-INFINITY, kF16, keep_inf));
+  std::memcpy(model[3].bytes.data() + 2 * 7, &minus_inf, 2);  // o_proj, F16 [160, 160]
+  const auto nan = static_cast<std::uint16_t>(encode_f32(std::nanf(""), kBF16, {}));
+  std::memcpy(model[4].bytes.data() + 2 * 1234, &nan, 2);  // gate_proj, the next weight
+  testing::write_model_file(dir / "in.safetensors", model);
+  const auto before = dir.entries();
+  for (bool measure : {true, false})
+    for (int threads : {1, 2, 3, 4}) {
+      QuantizeCheckpointOptions o;
+      o.layout = "hf-fp8";
+      o.measure = measure;
+      o.layout_options.threads = threads;
+      try {
+        quantize_checkpoint(dir / "in.safetensors", dir / "out", o);
+        ADD_FAILURE() << "accepted";
+      } catch (const PipelineError& e) {
+        EXPECT_NE(std::string(e.what()).find("o_proj.weight\": element 7 (row 0, column 7) is -Inf"), std::string::npos)
+            << e.what() << " (threads " << threads << ", measure " << measure << ")";
+      }
+      EXPECT_EQ(dir.entries(), before);
+    }
+}
+
 TEST(HostileOptions, ExistingOutputNeedsForceAndOverlapIsRefused) {
   ScratchDir dir;
   std::filesystem::create_directory(dir / "in");

@@ -24,10 +24,12 @@
 // fp32 product, which flush-to-zero or denormals-are-zero would change.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "fp8q/checkpoint/error_stats.hpp"
 #include "fp8q/numerics/isa.hpp"
@@ -79,6 +81,41 @@ std::size_t first_nonfinite_generic(const std::byte* data, DType dtype, std::siz
 #if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
 std::size_t first_nonfinite_avx2(const std::byte* data, DType dtype, std::size_t begin, std::size_t end);
 #endif
+
+// measure_error() cut into its fixed chunks of rows, so that a caller can run the chunks in
+// any order on any thread, mixed with other work (the pipeline writes the weight's output
+// between them), and still get measure_error()'s figures bit for bit: chunk k's sums are
+// kept apart and total() adds them in chunk order. The view and the original must outlive
+// the object.
+class ErrorMeasurement {
+ public:
+  // Per-thread buffers (a row's stretches, an MX row's multipliers), reused chunk to chunk.
+  struct Scratch {
+    std::vector<float> row_scale;
+    std::vector<Stretch> row_stretches;
+  };
+  // Throws std::invalid_argument for a dtype other than F32/BF16/F16 or a view whose sizes
+  // or scales do not match.
+  ErrorMeasurement(std::span<const std::byte> original, DType dtype, const DequantView& view, Isa isa);
+  std::size_t chunks() const { return partial_.size(); }
+  // Measures chunk k (each k once). Runs in the default FP environment by itself.
+  void measure_chunk(std::size_t k, Scratch& scratch);
+  // The figures of all chunks, added in chunk order (call after every chunk has run).
+  ErrorStats total() const;
+
+ private:
+  struct Run {
+    std::size_t begin, end;
+  };
+  std::span<const std::byte> original_;
+  const DequantView& v_;
+  std::size_t width_ = 0, chunk_rows_ = 1;
+  StretchFn kernel_ = nullptr;
+  std::array<float, 256> decoded_{};
+  Stretch base_;
+  std::vector<Run> runs_;  // MX: the runs of consecutive columns in one group
+  std::vector<ErrorStats> partial_;
+};
 
 // measure_error() and first_nonfinite() with the kernels of `isa` (tests compare the paths).
 ErrorStats measure_error_isa(std::span<const std::byte> original, DType dtype, const DequantView& view, int threads,

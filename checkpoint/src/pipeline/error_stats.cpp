@@ -57,8 +57,8 @@ constexpr std::size_t kChunkElements = std::size_t{1} << 16;
 
 }  // namespace
 
-ErrorStats measure_error_isa(std::span<const std::byte> original, DType dtype, const DequantView& v, int threads,
-                             Isa isa) {
+ErrorMeasurement::ErrorMeasurement(std::span<const std::byte> original, DType dtype, const DequantView& v, Isa isa)
+    : original_(original), v_(v) {
   if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
     throw std::invalid_argument("measure_error: dtype " + std::string(dtype_name(dtype)) + " is not F32, BF16 or F16");
   const std::size_t n = v.rows * v.cols;
@@ -71,82 +71,86 @@ ErrorStats measure_error_isa(std::span<const std::byte> original, DType dtype, c
                  v.scale_inv.size() == v.grid.grid_size();
   if (!scales_fit) throw std::invalid_argument("measure_error: the view's scales do not match its shape");
   const Format& element = format_of(v.element);
-  std::array<float, 256> decoded{};
-  for (std::size_t c = 0; c < 256; ++c) decoded[c] = decode_f32(c, element);
+  for (std::size_t c = 0; c < 256; ++c) decoded_[c] = decode_f32(c, element);
+  kernel_ = stretch_kernel(isa);
+  width_ = dtype_bytes(dtype);
+  base_.dtype = dtype;
+  base_.decoded = decoded_.data();
   // Clipped: |x| / s rounds (nearest-even) above max_finite had the format one more binade,
   // i.e. |x| / s > max_finite + half its top step. Quotients just above max_finite that round
   // back to it (the block maximum under a scale rounded down) are not counted.
-  const double clip = element.max_finite() + std::ldexp(1.0, element.emax() - element.man_bits - 1);
-  const StretchFn kernel = stretch_kernel(isa);
-  const std::size_t width = dtype_bytes(dtype);
-  Stretch base;
-  base.dtype = dtype;
-  base.decoded = decoded.data();
-  base.clip = clip;
+  base_.clip = element.max_finite() + std::ldexp(1.0, element.emax() - element.man_bits - 1);
   {
     ScopedDefaultFpEnv env;  // the check multiplies in fp32
-    arithmetic_decode(base, element.man_bits, element.bias);
+    arithmetic_decode(base_, element.man_bits, element.bias);
   }
   // MX: the runs of consecutive columns in one group (OCP: 32 columns each), so that a row's
   // per-element multipliers are filled run by run, each group's asked of scale() once.
-  struct Run {
-    std::size_t begin, end;
-  };
-  std::vector<Run> runs;
   if (v.mx) {
     for (std::size_t c = 0; c < v.cols; ++c) {
       if (c == 0 || v.group_of_col[c] != v.group_of_col[c - 1])
-        runs.push_back({c, c + 1});
+        runs_.push_back({c, c + 1});
       else
-        runs.back().end = c + 1;
+        runs_.back().end = c + 1;
     }
   }
+  chunk_rows_ = std::max<std::size_t>(1, kChunkElements / std::max<std::size_t>(v.cols, 1));
+  partial_.resize((v.rows + chunk_rows_ - 1) / chunk_rows_);
+}
 
-  const std::size_t chunk_rows = std::max<std::size_t>(1, kChunkElements / std::max<std::size_t>(v.cols, 1));
-  const std::size_t chunks = (v.rows + chunk_rows - 1) / chunk_rows;
-  std::vector<ErrorStats> partial(chunks);
+void ErrorMeasurement::measure_chunk(std::size_t k, Scratch& scratch) {
+  ScopedDefaultFpEnv env;  // x^ = fp32(decode(q) * s) in IEEE default arithmetic
+  const DequantView& v = v_;
+  if (v.mx && scratch.row_scale.size() != v.cols) scratch.row_scale.assign(v.cols, 0.0f);
+  Stretch s = base_;
+  ErrorStats st;  // chunk k's own sums, from zero whatever ran before on this thread
+  const std::size_t r1 = std::min(v.rows, (k + 1) * chunk_rows_);
+  for (std::size_t r = k * chunk_rows_; r < r1; ++r) {
+    const std::byte* row = original_.data() + r * v.cols * width_;
+    const std::uint8_t* codes = v.codes.data() + r * v.cols;
+    if (v.mx) {
+      // One stretch per row, each element under its group's multiplier.
+      for (const Run& run : runs_)
+        std::fill(scratch.row_scale.begin() + run.begin, scratch.row_scale.begin() + run.end, v.scale(r, run.begin));
+      s.x = row;
+      s.codes = codes;
+      s.n = v.cols;
+      s.scales = scratch.row_scale.data();
+      kernel_({&s, 1}, st);
+      continue;
+    }
+    // One stretch per block the row crosses, under that block's multiplier.
+    scratch.row_stretches.clear();
+    for (std::size_t c0 = 0; c0 < v.cols; c0 += v.grid.block_cols) {
+      const std::size_t c1 = std::min(v.cols, c0 + v.grid.block_cols);
+      s.x = row + c0 * width_;
+      s.codes = codes + c0;
+      s.n = c1 - c0;
+      s.scale = v.scale_inv[v.grid.scale_index(r, c0)];
+      scratch.row_stretches.push_back(s);
+    }
+    kernel_(scratch.row_stretches, st);
+  }
+  partial_[k] = st;
+}
+
+ErrorStats ErrorMeasurement::total() const {
+  ErrorStats total;
+  for (const auto& p : partial_) total.merge(p);
+  return total;
+}
+
+ErrorStats measure_error_isa(std::span<const std::byte> original, DType dtype, const DequantView& v, int threads,
+                             Isa isa) {
+  ErrorMeasurement m(original, dtype, v, isa);
   parallel_chunks(
-      chunks, threads,
+      m.chunks(), threads,
       [&](std::size_t b, std::size_t e) {
-        ScopedDefaultFpEnv env;  // x^ = fp32(decode(q) * s) in IEEE default arithmetic
-        std::vector<float> row_scale(v.mx ? v.cols : 0);
-        std::vector<Stretch> row_stretches;
-        Stretch s = base;
-        for (std::size_t k = b; k < e; ++k) {
-          ErrorStats& st = partial[k];
-          const std::size_t r1 = std::min(v.rows, (k + 1) * chunk_rows);
-          for (std::size_t r = k * chunk_rows; r < r1; ++r) {
-            const std::byte* row = original.data() + r * v.cols * width;
-            const std::uint8_t* codes = v.codes.data() + r * v.cols;
-            if (v.mx) {
-              // One stretch per row, each element under its group's multiplier.
-              for (const Run& run : runs)
-                std::fill(row_scale.begin() + run.begin, row_scale.begin() + run.end, v.scale(r, run.begin));
-              s.x = row;
-              s.codes = codes;
-              s.n = v.cols;
-              s.scales = row_scale.data();
-              kernel({&s, 1}, st);
-              continue;
-            }
-            // One stretch per block the row crosses, under that block's multiplier.
-            row_stretches.clear();
-            for (std::size_t c0 = 0; c0 < v.cols; c0 += v.grid.block_cols) {
-              const std::size_t c1 = std::min(v.cols, c0 + v.grid.block_cols);
-              s.x = row + c0 * width;
-              s.codes = codes + c0;
-              s.n = c1 - c0;
-              s.scale = v.scale_inv[v.grid.scale_index(r, c0)];
-              row_stretches.push_back(s);
-            }
-            kernel(row_stretches, st);
-          }
-        }
+        ErrorMeasurement::Scratch scratch;
+        for (std::size_t k = b; k < e; ++k) m.measure_chunk(k, scratch);
       },
       ChunkGrain{1, 1});
-  ErrorStats total;
-  for (const auto& p : partial) total.merge(p);
-  return total;
+  return m.total();
 }
 
 std::optional<std::uint64_t> first_nonfinite_isa(std::span<const std::byte> data, DType dtype, int threads, Isa isa) {

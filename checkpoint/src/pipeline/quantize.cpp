@@ -3,6 +3,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -11,6 +13,7 @@
 #include "fp8q/checkpoint/pipeline.hpp"
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "pipeline/error_kernels.hpp"
 #include "pipeline/output_dir.hpp"
 #include "pipeline/shared.hpp"
 #include "pipeline/write_behind.hpp"
@@ -237,9 +240,57 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_dir, 
     for (std::size_t i = shards[s].first; i < shards[s].second; ++i)
       for (const auto& sp : items[i].specs) specs.push_back(sp);
     Writer writer(staging.path() / file, specs, meta);
-    // Declared after the writer, so that on an error it waits for its thread before the
-    // writer (and its temporary file) goes.
-    pipeline::WriteBehind behind(writer);
+    // Weight i's output is written and its error measured (a WriteJob) while weight i + 1 is
+    // quantized: `helpers` = threads / 2 threads start on the job at once, the layout
+    // quantizes with the other threads - helpers, and the calling thread then joins the job
+    // (finish_pending) before the next weight's job starts. Layouts and the error figures
+    // give the same bits for any thread count, so the file does not depend on the split. The
+    // weight's report, NaN/Inf check and page release follow its job, in input order; an
+    // error while quantizing weight i + 1 is thrown only after weight i's job and checks (so
+    // it is the error of the first bad weight, as without the overlap).
+    // `pending` and `flight` are declared after the writer, and `flight` last, so that on an
+    // error its threads are stopped and joined before the data they use and the writer go.
+    const int helpers = threads / 2;
+    LayoutOptions quantize_options = opt.layout_options;
+    quantize_options.threads = threads - helpers;
+    struct Pending {
+      Item* item = nullptr;
+      TensorReport rep;
+      QuantizedWeight q;
+      std::unique_ptr<detail::ErrorMeasurement> measure;
+      std::vector<detail::ErrorMeasurement::Scratch> scratch;
+    };
+    std::optional<Pending> pending;
+    pipeline::JobInFlight flight;
+    auto record = [&](const Item& it, TensorReport rep) {
+      model.release(*it.tensor);
+      for (const auto& sp : it.specs) index_map[sp.name] = file;
+      result.summary.tensors++;
+      (rep.quantized ? result.summary.quantized : result.summary.kept)++;
+      result.summary.in_bytes += rep.in_bytes;
+      result.summary.out_bytes += rep.out_bytes;
+      result.summary.stats.merge(rep.stats);
+      result.tensors.push_back(std::move(rep));
+      prog.tensors_done++;
+      prog.bytes_done += it.tensor->info->byte_size();
+      prog.last = &result.tensors.back();
+      if (progress) progress(prog);
+    };
+    // Completes the weight in flight: its job (rethrowing a write error), its figures and
+    // NaN/Inf check, then its report.
+    auto finish_pending = [&] {
+      if (!pending) return;
+      flight.finish();
+      Pending& p = *pending;
+      if (p.measure) {
+        p.rep.stats = p.measure->total();
+        if (!opt.allow_nonfinite && p.rep.stats.nonfinite > 0)
+          throw_if_nonfinite(*p.item->tensor->info, model.bytes(*p.item->tensor), threads);
+      }
+      p.item->weight.data = {};
+      record(*p.item, std::move(p.rep));
+      pending.reset();  // its buffers go before the next weight's job is made
+    };
     for (std::size_t i = shards[s].first; i < shards[s].second; ++i) {
       Item& it = items[i];
       const TensorInfo& info = *it.tensor->info;
@@ -253,25 +304,28 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_dir, 
       for (const auto& sp : it.specs) rep.outputs.push_back(sp.name);
       if (it.keep) {
         rep.reason = *it.keep;
-        behind.wait();  // in order, and before the input pages go
+        finish_pending();  // in order, and before the input pages go
         writer.write(data);
-      } else {
-        rep.quantized = true;
-        // NaN / Inf in the weight is an error (unless allowed), reported with its first
-        // index. Measuring reads every element anyway and counts non-finite ones, so with
-        // measure on the separate scan runs only when that count says there is one; a layout
-        // that fails on the weight gets the scan first, so the error is the same either way.
-        const bool check_finite = !opt.allow_nonfinite;
-        if (check_finite && !opt.measure) throw_if_nonfinite(info, data, threads);
+        record(it, std::move(rep));
+        continue;
+      }
+      rep.quantized = true;
+      // NaN / Inf in the weight is an error (unless allowed), reported with its first
+      // index. Measuring reads every element anyway and counts non-finite ones, so with
+      // measure on the separate scan runs only when that count says there is one; a layout
+      // that fails on the weight gets the scan first, so the error is the same either way.
+      const bool check_finite = !opt.allow_nonfinite;
+      QuantizedWeight q;
+      try {
+        if (check_finite && !opt.measure) throw_if_nonfinite(info, data, quantize_options.threads);
         it.weight.data = data;
-        QuantizedWeight q;
         try {
-          q = layout->quantize(it.weight, opt.layout_options);
+          q = layout->quantize(it.weight, quantize_options);
         } catch (const std::invalid_argument& e) {
-          if (check_finite) throw_if_nonfinite(info, data, threads);
+          if (check_finite) throw_if_nonfinite(info, data, quantize_options.threads);
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
         } catch (const NanError& e) {
-          if (check_finite) throw_if_nonfinite(info, data, threads);
+          if (check_finite) throw_if_nonfinite(info, data, quantize_options.threads);
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
         }
         if (q.tensors.size() != it.specs.size()) throw std::logic_error("layout " + std::string(layout->name()) + ": plan and quantize disagree");
@@ -281,27 +335,29 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_dir, 
               got.bytes.size() != spec_bytes(it.specs[k]))
             throw std::logic_error("layout " + std::string(layout->name()) + ": tensor " + got.spec.name + " differs from its plan");
         }
-        behind.write(std::move(q.tensors));  // while this weight is measured and the next quantized
-        if (opt.measure) {
-          rep.stats = measure_error(data, info.dtype, q.view, threads);
-          if (check_finite && rep.stats.nonfinite > 0) throw_if_nonfinite(info, data, threads);
-        }
-        it.weight.data = {};
+      } catch (...) {
+        finish_pending();  // the previous weight's error, if it has one, comes first
+        throw;
       }
-      model.release(*it.tensor);
-      for (const auto& sp : it.specs) index_map[sp.name] = file;
-      result.summary.tensors++;
-      (rep.quantized ? result.summary.quantized : result.summary.kept)++;
-      result.summary.in_bytes += rep.in_bytes;
-      result.summary.out_bytes += rep.out_bytes;
-      result.summary.stats.merge(rep.stats);
-      result.tensors.push_back(std::move(rep));
-      prog.tensors_done++;
-      prog.bytes_done += info.byte_size();
-      prog.last = &result.tensors.back();
-      if (progress) progress(prog);
+      finish_pending();
+      pending.emplace();
+      Pending& p = *pending;
+      p.item = &it;
+      p.rep = std::move(rep);
+      p.q = std::move(q);
+      std::vector<std::span<const std::byte>> outputs;
+      for (const auto& t : p.q.tensors) outputs.emplace_back(t.bytes);
+      std::size_t chunks = 0;
+      pipeline::WriteJob::Work work;
+      if (opt.measure) {
+        p.measure = std::make_unique<detail::ErrorMeasurement>(data, info.dtype, p.q.view, active_isa());
+        p.scratch.resize(static_cast<std::size_t>(helpers) + 1);
+        chunks = p.measure->chunks();
+        work = [m = p.measure.get(), sc = p.scratch.data()](std::size_t k, std::size_t w) { m->measure_chunk(k, sc[w]); };
+      }
+      flight.start(std::make_unique<pipeline::WriteJob>(writer, std::move(outputs), chunks, std::move(work)), helpers);
     }
-    behind.wait();
+    finish_pending();
     writer.commit();
     total_out += writer.bytes_written() ;
     result.summary.files.push_back(file);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <random>
@@ -23,11 +24,14 @@ constexpr std::size_t kBufferBytes = std::size_t{1} << 20;  // small writes are 
   throw std::system_error(err, std::generic_category(), message);
 }
 
-// write(2) until everything is written (it may write less than asked, or be interrupted).
-// Returns 0 or the errno of the failure.
+// write(2) until everything is written (it may write less than asked, or be interrupted),
+// at most kBufferBytes a call: on the Linux 6.18 VM this was measured on, writing 512 MiB
+// into the page cache in 16 MiB calls took 0.67-1.48 s of kernel time in 4 of 6 runs, in
+// 1 MiB calls 0.10-0.26 s in 8 of 9 (cause not pinned down; the extra calls cost nothing
+// measurable). Returns 0 or the errno of the failure.
 int write_fully(int fd, const std::byte* p, std::size_t n) {
   while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
+    const ssize_t w = ::write(fd, p, std::min(n, kBufferBytes));
     if (w < 0) {
       if (errno == EINTR) continue;
       return errno;
@@ -114,6 +118,19 @@ Writer::Writer(std::filesystem::path path, std::vector<TensorSpec> tensors,
       if (err != EEXIST || attempt >= 16) {
         throw_os(err, "writing " + s.path.string() + ": creating a temporary file in " + dir.string());
       }
+    }
+  }
+  // The whole file's blocks are reserved now (fallocate(2), mode 0: the size is final from
+  // the start): a disk too small fails here, before any data is made, and the writes that
+  // follow overwrite allocated blocks instead of reserving them page by page (ext4's delayed
+  // allocation), which costs less kernel time per byte. A file system without fallocate
+  // (EOPNOTSUPP, e.g. some network file systems) just grows with the writes.
+  const std::uint64_t file_bytes = header.size() + s.expected;
+  if (file_bytes > 0 && ::fallocate(s.fd, 0, 0, static_cast<off_t>(file_bytes)) != 0) {
+    const int err = errno;
+    if (err != EOPNOTSUPP && err != ENOSYS && err != EINVAL) {
+      s.discard();
+      throw_os(err, "writing " + s.path.string() + ": reserving " + std::to_string(file_bytes) + " bytes");
     }
   }
   s.buffer.reserve(kBufferBytes);

@@ -9,9 +9,9 @@
 //   3. streams: tensors are read memory-mapped, one at a time, in input order; each quantized
 //      weight is quantized by the layout (threads inside the tensor), measured
 //      (error_stats.hpp) and checked for NaN/Inf (the measuring pass counts them; with
-//      `measure` off a scan runs first), and written on a background thread while it is
-//      measured and the next weight is quantized (one weight's output in flight, written
-//      in order); everything else is copied bit for bit; each input tensor's pages are
+//      `measure` off a scan runs first), and written while it is measured, both on worker
+//      threads while the next weight is quantized (write_behind.hpp: one weight's job in
+//      flight, its output written in order); everything else is copied bit for bit; each input tensor's pages are
 //      released once used, and each shard is committed as soon as it is full, so resident
 //      memory follows the largest tensor, not the checkpoint;
 //   4. writes config.json (IN's, with "quantization_config" set by the layout) and copies

@@ -150,7 +150,8 @@ class Reader {
 class Writer {
  public:
   // Throws what serialize_header() throws; std::system_error naming `path` when it is an
-  // existing directory or the temporary file cannot be created.
+  // existing directory, the temporary file cannot be created, or the file system has no
+  // room for it (its whole size is reserved with fallocate here: ENOSPC before any data).
   Writer(std::filesystem::path path, std::vector<TensorSpec> tensors,
          std::map<std::string, std::string> metadata = {});
   Writer(Writer&& other) noexcept;
