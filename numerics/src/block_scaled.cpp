@@ -131,7 +131,6 @@ void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t r
   m.multiplier[255] = 1.0f;  // a NaN scale: its block is overwritten
   m.nan_fill = static_cast<std::uint8_t>(to.has_nan() ? to.canonical_nan() : 0);
   detail::fill_bf16_codes(m);
-  m.stream = rows * cols >= detail::kStreamBytes;
   const detail::MxFn fn = block == 32 ? detail::mx_kernel(isa, detail::source_of(from), options.rounding) : nullptr;
   const detail::NarrowParams params = detail::make_narrow_params(from, to, options);
   const auto ib = static_cast<std::size_t>(from.storage_bytes());

@@ -268,8 +268,8 @@ TEST_P(BlockScaledOnIsa, MxBf16NormalFormBoundaryEveryProbe) {
     }
 }
 
-// An MX output of 1 MiB and more with aligned rows is written with streaming stores: every
-// source through the fp32 kernel (nearest-away, stochastic), one and two threads.
+// MX outputs of 1 MiB and more, split between threads: every source through the fp32
+// kernel (nearest-away, stochastic), one and two threads, against the per-block reference.
 TEST_P(BlockScaledOnIsa, LargeMxOutputsEqualThePerBlockReference) {
   const std::size_t rows = 260, cols = 4096;
   const Pow2ScaleTable table = tables()[2];

@@ -153,8 +153,9 @@ TEST_P(BulkOnIsa, AllBf16InputsWithPowerOfTwoScalesEqualScalar) {
   }
 }
 
-// Outputs of 1 MiB and more are streamed from the first 32-byte-aligned element: misaligned
-// starts, one and two threads, a power-of-two scale and a target without -0.
+// Outputs of 1 MiB and more, split between threads: misaligned input and output starts
+// (unaligned vector stores), a length that leaves a scalar tail, one and two threads, a
+// power-of-two scale (the 16-bit bf16 kernel) and a target without -0.
 TEST_P(BulkOnIsa, LargeBf16OutputsEqualScalar) {
   std::vector<std::uint16_t> v((std::size_t{3} << 19) + 77);
   std::mt19937 rng(5);

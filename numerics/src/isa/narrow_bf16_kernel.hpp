@@ -86,11 +86,11 @@ struct NarrowBf16Kernel {
   }
 
   // 32 elements from src to out, times 2^d with eb = e_min - d.
-  template <class Fl, bool kStream = false>
+  template <class Fl>
   [[gnu::always_inline]] static void block32(const unsigned char* src, std::uint8_t* out, V eb, V eb_idx, const Consts& k, V& nan_seen) {
     const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
     const V c0 = magnitude<Fl>(x0, eb, eb_idx, k, nan_seen), c1 = magnitude<Fl>(x1, eb, eb_idx, k, nan_seen);
-    Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero, kStream>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
+    Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
   }
 
   // The normal form, for a group of lanes none of which is a subnormal of the target: every
@@ -117,19 +117,18 @@ struct NarrowBf16Kernel {
   }
 
   // 32 elements under the normal form (kb = normal_bias for the block's Eb).
-  template <class Fl, bool kStream = false>
+  template <class Fl>
   [[gnu::always_inline]] static void block32_normal(const unsigned char* src, std::uint8_t* out, V kb, const Consts& k) {
     const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
     const V c0 = magnitude_normal<Fl>(x0, kb, k), c1 = magnitude_normal<Fl>(x1, kb, k);
-    Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero, kStream>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
+    Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
   }
 
   static V eb_vec(const Consts& k, int d) { return Ops16::set1(static_cast<std::int16_t>(k.e_min - d)); }
   static V eb_idx_vec(const Consts& k, V eb) { return Ops16::sub(eb, k.idx_max); }
 
-  // Elements [0, n) (n a multiple of 32) times 2^d (0 <= d <= max_offset), streamed with
-  // kStream (out then 16-byte aligned); returns whether a NaN met a target without NaN.
-  template <bool kStream>
+  // Elements [0, n) (n a multiple of 32) times 2^d (0 <= d <= max_offset); returns whether a
+  // NaN met a target without NaN.
   static bool run(const void* in, std::uint8_t* out, std::size_t n, int d, const fp8q::detail::NarrowParams& p) {
     static_assert(2 * Ops16::kLanes == 32, "one group is 32 elements");
     const Consts k(p);
@@ -140,9 +139,8 @@ struct NarrowBf16Kernel {
       V nan_seen = Ops16::set1(0);
       for (std::size_t i = 0; i < n; i += 32) {
         Ops16::prefetch(src + 2 * i + fp8q::detail::kPrefetchBytes);  // one 64-byte line per block of 32
-        block32<Fl, kStream>(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
+        block32<Fl>(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
       }
-      if constexpr (kStream) Ops16::stream_fence();
       return Ops16::any(nan_seen);
     });
   }

@@ -291,7 +291,7 @@ struct NarrowKernel {
 
   // Nearest-even, one loop per flavor; an 8-bit target takes its sign bits 32 at a time in
   // the store (Ops::store_bytes4_signed), others per vector. bf16 may load interleaved.
-  template <fp8q::detail::Source S, Scale kScale, bool kStream>
+  template <fp8q::detail::Source S, Scale kScale>
   static bool run_rne(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                       const fp8q::detail::NarrowParams& p) {
     constexpr bool kInter = kInterleaved<S, fp8q::Rounding::kNearestEven>;
@@ -318,35 +318,34 @@ struct NarrowKernel {
           }
         }
         if constexpr (kShifted<Fl>) {
-          Ops::template store_bytes4_signed_shifted<kStream, Fl::kNegativeZero, kInter>(out + i, c, u, k.c16, k.code_shift);
+          Ops::template store_bytes4_signed_shifted<Fl::kNegativeZero, kInter>(out + i, c, u, k.c16, k.code_shift);
         } else if constexpr (Fl::kSign7) {
-          Ops::template store_bytes4_signed<kStream, Fl::kNegativeZero, kInter>(out + i, c, u);
+          Ops::template store_bytes4_signed<Fl::kNegativeZero, kInter>(out + i, c, u);
         } else if constexpr (kInter) {
           for (std::size_t j = 0; j < 4; ++j) {
             V sign = Ops::srl(Ops::band(u[j], k.c80000000), 31 - k.sign_shift);
             if constexpr (!Fl::kNegativeZero) sign = Ops::andnot(Ops::eq(c[j], k.zero), sign);
             c[j] = Ops::bor(c[j], sign);
           }
-          Ops::template store_bytes4_interleaved<kStream>(out + i, c[0], c[1], c[2], c[3]);
+          Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
         } else {
           for (std::size_t j = 0; j < 4; ++j) {
             V sign = Ops::srl(Ops::band(u[j], k.c80000000), 31 - k.sign_shift);
             if constexpr (!Fl::kNegativeZero) sign = Ops::andnot(Ops::eq(c[j], k.zero), sign);
             c[j] = Ops::bor(c[j], sign);
           }
-          Ops::template store_bytes4<kStream>(out + i, c[0], c[1], c[2], c[3]);
+          Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
         }
       }
-      if constexpr (kStream) Ops::stream_fence();
       return Ops::any(nan_seen);
     });
     return tail<S>(src, out, i, n, index0, p) || nan_unrepresentable;  // the tail: scalar reference
   }
 
-  template <fp8q::detail::Source S, fp8q::Rounding R, Scale kScale, bool kStream>
+  template <fp8q::detail::Source S, fp8q::Rounding R, Scale kScale>
   static bool run_impl(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
                        const fp8q::detail::NarrowParams& p) {
-    if constexpr (R == fp8q::Rounding::kNearestEven) return run_rne<S, kScale, kStream>(in, out, n, index0, p);
+    if constexpr (R == fp8q::Rounding::kNearestEven) return run_rne<S, kScale>(in, out, n, index0, p);
     const Consts k(p);
     constexpr std::size_t L = Ops::kLanes;
     constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
@@ -374,12 +373,11 @@ struct NarrowKernel {
         }
       }
       if constexpr (kInterleaved<S, R>) {
-        Ops::template store_bytes4_interleaved<kStream>(out + i, c[0], c[1], c[2], c[3]);
+        Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
       } else {
-        Ops::template store_bytes4<kStream>(out + i, c[0], c[1], c[2], c[3]);
+        Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
       }
     }
-    if constexpr (kStream) Ops::stream_fence();
     const bool nan_unrepresentable = Ops::any(nan_seen);
     return tail<S>(src, out, i, n, index0, p) || nan_unrepresentable;  // the tail: scalar reference
   }
@@ -417,7 +415,7 @@ struct NarrowKernel {
   // the block falls below the target's smallest normal (the usual case: that is 2^-14 of the
   // amax for e4m3fn), else by the general form; any other finite scale by the fp32 kernel;
   // a NaN-scale block is filled with the NaN element.
-  template <class Fl, bool kStream>
+  template <class Fl>
   static std::size_t run_mx_bf16(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                                  const fp8q::detail::NarrowParams& p, const fp8q::detail::MxParams& m) {
     static_assert(Ops::kInterleavedBf16 && 4 * Ops::kLanes == 32, "one fp32-kernel group is one block");
@@ -488,23 +486,22 @@ struct NarrowKernel {
         if (!odd || code - lo <= 254 - lo) {
           // normal form unless some nonzero |x| lies below Eb (lowest + 1 < Eb << 7)
           if (static_cast<unsigned>(lowest[b]) + 1 >= static_cast<unsigned>(eb[b]) << 7) {
-            Bf16::template block32_normal<Fl, kStream>(src + 2 * i, out + i, Ops16::broadcast(&kb[b]), k16);
+            Bf16::template block32_normal<Fl>(src + 2 * i, out + i, Ops16::broadcast(&kb[b]), k16);
           } else {
             const auto ebv = Ops16::broadcast(&eb[b]);
-            Bf16::template block32<Fl, kStream>(src + 2 * i, out + i, ebv, Bf16::eb_idx_vec(k16, ebv), k16, nan16);
+            Bf16::template block32<Fl>(src + 2 * i, out + i, ebv, Bf16::eb_idx_vec(k16, ebv), k16, nan16);
           }
         } else if (code != 0xFF) {
           V u[4], c[4];
           Ops::load4_bf16_interleaved(src + 2 * i, u);
           const auto f = Ops::set1f(m.multiplier[code]);
           for (std::size_t j = 0; j < 4; ++j) c[j] = narrow_rne(Ops::bits(Ops::mul(Ops::as_float(u[j]), f)), k, p, nan_seen);
-          Ops::template store_bytes4_interleaved<kStream>(out + i, c[0], c[1], c[2], c[3]);
+          Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
         } else {
           std::memset(out + i, m.nan_fill, 32);
         }
       }
     }
-    if constexpr (kStream) Ops::stream_fence();
     return whole;
   }
 
@@ -512,19 +509,13 @@ struct NarrowKernel {
   static std::size_t run_mx(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                             std::uint64_t index0, const fp8q::detail::NarrowParams& p,
                             const fp8q::detail::MxParams& m) {
-    // a large output whose rows start aligned is streamed (see kStreamBytes)
-    const bool stream = m.stream && reinterpret_cast<std::uintptr_t>(out) % fp8q::detail::kStreamAlign == 0;
     if constexpr (kBf16MxFast<S, R>) {
-      return narrow_flavor(p, [&](auto flavor) {
-        return stream ? run_mx_bf16<decltype(flavor), true>(in, out, scales, n, p, m)
-                      : run_mx_bf16<decltype(flavor), false>(in, out, scales, n, p, m);
-      });
+      return narrow_flavor(p, [&](auto flavor) { return run_mx_bf16<decltype(flavor)>(in, out, scales, n, p, m); });
     }
-    return stream ? run_mx_any<S, R, true>(in, out, scales, n, index0, p, m)
-                  : run_mx_any<S, R, false>(in, out, scales, n, index0, p, m);
+    return run_mx_any<S, R>(in, out, scales, n, index0, p, m);
   }
 
-  template <fp8q::detail::Source S, fp8q::Rounding R, bool kStream>
+  template <fp8q::detail::Source S, fp8q::Rounding R>
   static std::size_t run_mx_any(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                                 std::uint64_t index0, const fp8q::detail::NarrowParams& p,
                                 const fp8q::detail::MxParams& m) {
@@ -560,15 +551,14 @@ struct NarrowKernel {
           }
         }
         if constexpr (kInter) {
-          Ops::template store_bytes4_interleaved<kStream>(out + i, c[0], c[1], c[2], c[3]);
+          Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
         } else {
-          Ops::template store_bytes4<kStream>(out + i, c[0], c[1], c[2], c[3]);
+          Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
         }
       }
       for (std::size_t i = s0; i < s1; i += 32)
         if (scales[i / 32] == 0xFF) std::memset(out + i, m.nan_fill, 32);
     }
-    if constexpr (kStream) Ops::stream_fence();
     return whole;
   }
 
@@ -597,34 +587,23 @@ struct NarrowKernel {
     return nullptr;
   }
 
-  template <fp8q::detail::Source S, fp8q::Rounding R, bool kStream>
-  static bool run_scaled(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
-                         const fp8q::detail::NarrowParams& p) {
+  // n elements from in to out (a bf16 source whose scale is a power of two the 16-bit kernel
+  // takes goes there); returns whether a NaN met a target without NaN.
+  template <fp8q::detail::Source S, fp8q::Rounding R>
+  static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
+                  const fp8q::detail::NarrowParams& p) {
     if constexpr (kBf16Fast<S, R>) {
       const int d = pow2_offset(p);
       if (d >= 0 && d <= Bf16::max_offset(p)) {
         const std::size_t whole = n / 32 * 32;
-        const bool nan = Bf16::template run<kStream>(in, out, whole, d, p);
+        const bool nan = Bf16::run(in, out, whole, d, p);
         return tail<S>(static_cast<const unsigned char*>(in), out, whole, n, index0, p) || nan;
       }
     }
-    if (p.scale == 1.0f) return run_impl<S, R, Scale::kNone, kStream>(in, out, n, index0, p);  // x * 1 == x / 1 == x
-    if (p.divide) return run_impl<S, R, Scale::kDivide, kStream>(in, out, n, index0, p);
-    if (p.scale != p.scale) return run_impl<S, R, Scale::kNaN, kStream>(in, out, n, index0, p);  // NaN scale
-    return run_impl<S, R, Scale::kNumber, kStream>(in, out, n, index0, p);
-  }
-
-  // A large output (kStreamBytes) is converted from its first aligned byte on with
-  // non-temporal stores, the few elements before it by the scalar reference.
-  template <fp8q::detail::Source S, fp8q::Rounding R>
-  static bool run(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
-                  const fp8q::detail::NarrowParams& p) {
-    if (n < fp8q::detail::kStreamBytes) return run_scaled<S, R, false>(in, out, n, index0, p);
-    constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
-    const std::size_t head = fp8q::detail::stream_head(out);
-    const bool nan = tail<S>(static_cast<const unsigned char*>(in), out, 0, head, index0, p);
-    return run_scaled<S, R, true>(static_cast<const unsigned char*>(in) + head * kBytes, out + head, n - head,
-                                  index0 + head, p) || nan;
+    if (p.scale == 1.0f) return run_impl<S, R, Scale::kNone>(in, out, n, index0, p);  // x * 1 == x / 1 == x
+    if (p.divide) return run_impl<S, R, Scale::kDivide>(in, out, n, index0, p);
+    if (p.scale != p.scale) return run_impl<S, R, Scale::kNaN>(in, out, n, index0, p);  // NaN scale
+    return run_impl<S, R, Scale::kNumber>(in, out, n, index0, p);
   }
 
   template <fp8q::detail::Source S>

@@ -8,22 +8,13 @@
 
 #include "isa/narrow.hpp"
 
-// 32 bytes to out; kStream: two non-temporal 16-byte stores (out 16-byte aligned).
-template <bool kStream>
-inline void store32(std::uint8_t* out, __m256i v) {
-  if constexpr (kStream) {
-    _mm_stream_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(v));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(out + 16), _mm256_extracti128_si256(v, 1));
-  } else {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
-  }
-}
+// 32 bytes to out (any alignment).
+inline void store32(std::uint8_t* out, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v); }
 
 struct OpsAvx2 {
   using V = __m256i;
   using F = __m256;
   static constexpr std::size_t kLanes = 8;
-  static void stream_fence() { _mm_sfence(); }
   static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
   static V set1(std::int32_t x) { return _mm256_set1_epi32(x); }
@@ -80,12 +71,11 @@ struct OpsAvx2 {
     u[2] = _mm256_unpacklo_epi16(z, x1);
     u[3] = _mm256_unpackhi_epi16(z, x1);
   }
-  template <bool kStream = false>
   static void store_bytes4_interleaved(std::uint8_t* out, V a, V b, V c, V d) {
     const V ab = _mm256_packus_epi32(a, b);      // 0-7 | 8-15 (16-bit)
     const V cd = _mm256_packus_epi32(c, d);      // 16-23 | 24-31
     const V bytes = _mm256_packus_epi16(ab, cd); // 0-7 16-23 | 8-15 24-31
-    store32<kStream>(out, _mm256_permute4x64_epi64(bytes, 0xD8));
+    store32(out, _mm256_permute4x64_epi64(bytes, 0xD8));
   }
 
   // Magnitude codes c[0..3] (<= 0x7F) of 8-bit targets with the sign bits of the fp32
@@ -93,10 +83,10 @@ struct OpsAvx2 {
   // take four operations; without -0 a zero code keeps no sign.
   // kInterleaved: the lanes came from load4_bf16_interleaved (the order of
   // store_bytes4_interleaved), else from four natural-order loads (that of store_bytes4).
-  template <bool kStream, bool kNegativeZero, bool kInterleaved = false>
+  template <bool kNegativeZero, bool kInterleaved = false>
   static void store_bytes4_signed(std::uint8_t* out, const V c[4], const V u[4]) {
     const V codes = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
-    store_codes_signed<kStream, kNegativeZero, kInterleaved>(out, codes, u);
+    store_codes_signed<kNegativeZero, kInterleaved>(out, codes, u);
   }
 
   // The same for codes held as t = (code << s) + c in 32-bit lanes (0 <= t < 2^15, the form
@@ -104,24 +94,24 @@ struct OpsAvx2 {
   // on twice the lanes.
   static constexpr bool kShiftedCodes = true;
   static V madd16(V a, V b) { return _mm256_madd_epi16(a, b); }  // per 32-bit lane: lo*lo + hi*hi
-  template <bool kStream, bool kNegativeZero, bool kInterleaved = false>
+  template <bool kNegativeZero, bool kInterleaved = false>
   static void store_bytes4_signed_shifted(std::uint8_t* out, const V t[4], const V u[4], V c16, __m128i s) {
     const V lo = _mm256_srl_epi16(_mm256_sub_epi16(_mm256_packus_epi32(t[0], t[1]), c16), s);
     const V hi = _mm256_srl_epi16(_mm256_sub_epi16(_mm256_packus_epi32(t[2], t[3]), c16), s);
-    store_codes_signed<kStream, kNegativeZero, kInterleaved>(out, _mm256_packus_epi16(lo, hi), u);
+    store_codes_signed<kNegativeZero, kInterleaved>(out, _mm256_packus_epi16(lo, hi), u);
   }
 
   // 32 byte codes (in pack order) or-ed with the signs of u[0..3], permuted back and stored.
-  template <bool kStream, bool kNegativeZero, bool kInterleaved>
+  template <bool kNegativeZero, bool kInterleaved>
   [[gnu::always_inline]] static void store_codes_signed(std::uint8_t* out, V codes, const V u[4]) {
     V sign = _mm256_packs_epi16(_mm256_packs_epi32(u[0], u[1]), _mm256_packs_epi32(u[2], u[3]));
     sign = _mm256_and_si256(sign, _mm256_set1_epi8(static_cast<char>(0x80)));
     if constexpr (!kNegativeZero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), sign);
     const V bytes = _mm256_or_si256(codes, sign);
     if constexpr (kInterleaved) {
-      store32<kStream>(out, _mm256_permute4x64_epi64(bytes, 0xD8));
+      store32(out, _mm256_permute4x64_epi64(bytes, 0xD8));
     } else {
-      store32<kStream>(out, _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+      store32(out, _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
     }
   }
 
@@ -140,13 +130,12 @@ struct OpsAvx2 {
 
   // Stores the low byte of each lane of a, b, c, d (in that order): 32 bytes. Lanes hold
   // codes <= 0xFF, so the saturating packs do not change them.
-  template <bool kStream = false>
   static void store_bytes4(std::uint8_t* out, V a, V b, V c, V d) {
     const V ab = _mm256_packus_epi32(a, b);     // a0-3 b0-3 | a4-7 b4-7 (16-bit)
     const V cd = _mm256_packus_epi32(c, d);     // c0-3 d0-3 | c4-7 d4-7
     const V abcd = _mm256_packus_epi16(ab, cd); // a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7
     const V order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    store32<kStream>(out, _mm256_permutevar8x32_epi32(abcd, order));
+    store32(out, _mm256_permutevar8x32_epi32(abcd, order));
   }
 };
 
@@ -154,7 +143,6 @@ struct OpsAvx2 {
 struct Ops16Avx2 {
   using V = __m256i;
   static constexpr std::size_t kLanes = 16;
-  static void stream_fence() { _mm_sfence(); }
   static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
   static V load(const unsigned char* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -259,8 +247,7 @@ struct Ops16Avx2 {
   // codes or-ed with the sources' sign bits moved to bit `sign_shift` (7 - shift), cleared
   // where the code is 0 unless `negative_zero`. The signed saturating pack keeps each source's
   // sign in bit 7 of its byte; both packs interleave the halves alike, one permute restores it.
-  // kStream: non-temporal stores (see kStreamBytes in narrow.hpp).
-  template <bool kSign7, bool kNegativeZero, bool kStream = false>
+  template <bool kSign7, bool kNegativeZero>
   static void store_signed(std::uint8_t* out, V c0, V c1, V x0, V x1, int sign_shift, V sign_bit) {
     V codes = _mm256_packus_epi16(c0, c1);
     V sign = _mm256_packs_epi16(x0, x1);
@@ -268,6 +255,6 @@ struct Ops16Avx2 {
     sign = _mm256_and_si256(sign, sign_bit);  // sign_bit: 1 << sign_shift in every byte
     if constexpr (!kNegativeZero) sign = _mm256_andnot_si256(_mm256_cmpeq_epi8(codes, _mm256_setzero_si256()), sign);
     codes = _mm256_or_si256(codes, sign);
-    store32<kStream>(out, _mm256_permute4x64_epi64(codes, 0xD8));
+    store32(out, _mm256_permute4x64_epi64(codes, 0xD8));
   }
 };

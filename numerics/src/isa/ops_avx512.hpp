@@ -78,24 +78,14 @@ struct OpsAvx512 {
     }
   }
 
-  // kStream: non-temporal stores (out 16-byte aligned; see kStreamBytes in narrow.hpp).
-  template <bool kStream = false>
   static void store_bytes4(std::uint8_t* out, V a, V b, V c, V d) {
     const V v[4] = {a, b, c, d};
-    for (int j = 0; j < 4; ++j) {
-      auto* p = reinterpret_cast<__m128i*>(out + 16 * j);
-      if constexpr (kStream) {
-        _mm_stream_si128(p, _mm512_cvtepi32_epi8(v[j]));
-      } else {
-        _mm_storeu_si128(p, _mm512_cvtepi32_epi8(v[j]));
-      }
-    }
+    for (int j = 0; j < 4; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * j), _mm512_cvtepi32_epi8(v[j]));
   }
-  static void stream_fence() { _mm_sfence(); }
   static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
   // As OpsAvx2::store_bytes4_signed: magnitude codes of an 8-bit target, the fp32 patterns'
   // signs in bit 7 (none on a zero code without -0).
-  template <bool kStream, bool kNegativeZero, bool kInterleaved = false>
+  template <bool kNegativeZero, bool kInterleaved = false>
   static void store_bytes4_signed(std::uint8_t* out, const V c[4], const V u[4]) {
     static_assert(!kInterleaved, "no interleaved loads here");
     V s[4];
@@ -104,6 +94,6 @@ struct OpsAvx512 {
       if constexpr (!kNegativeZero) sign = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(c[j], c[j]), sign);
       s[j] = _mm512_or_si512(c[j], sign);
     }
-    store_bytes4<kStream>(out, s[0], s[1], s[2], s[3]);
+    store_bytes4(out, s[0], s[1], s[2], s[3]);
   }
 };
