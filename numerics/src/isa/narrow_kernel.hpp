@@ -177,7 +177,7 @@ struct NarrowKernel {
   // rne_magnitude_saturated without its last four operations: the sum S = |x| + M holds the
   // rounded count n in its low 16 bits (n <= 2^(m+1)) and the biased exponent of M, B =
   // E + 150 - m, in bits 23..30, so the high 16 bits of S are B << 7. One vpmaddwd with weights
-  // (2^(7-m), 1) gives t = 2^(7-m) n + 2^7 B = 2^(7-m) (n + (B << m)) = ((code << (7-m)) + c,
+  // (2^(7-m), 1) gives t = 2^(7-m) n + 2^7 B = 2^(7-m) (n + (B << m)) = (code << (7-m)) + c,
   // c = 2^7 (emin + 150 - m) (shifted_bias): code = (t - c) >> (7 - m), which the store takes
   // on 16-bit lanes after the first pack (t <= 2^8 + 2^7 * 163 < 2^15 for every target).
   // A NaN lane gets the NaN code in the same form.
