@@ -170,6 +170,35 @@ TEST_P(BlockScaledOnIsa, MxEqualsThePerBlockReference) {
   }
 }
 
+// convert_mx of the bf16 matrix x (cols wide) on `isa`, for every scale table and signed
+// narrow target: each block's scale code is table.code(amax) and each element the scalar
+// reference of x * 2^(127 - code) (the target's NaN, or 0, in a block whose code is 0xFF).
+void expect_mx_bf16_equals_reference(const std::vector<std::uint16_t>& x, std::size_t cols, Isa isa) {
+  const std::size_t rows = x.size() / cols, blocks = x.size() / 32;
+  const auto in = std::as_bytes(std::span(x));
+  for (const Pow2ScaleTable& table : tables())
+    for (FormatId id : kNarrowFormats) {
+      const Format& to = format_of(id);
+      if (!to.is_signed) continue;  // e8m0 holds scales, not elements
+      std::vector<std::uint8_t> got(x.size()), got_scales(blocks);
+      convert_mx(in, kBF16, rows, cols, 32, got, got_scales, to, table, {}, {1, isa});
+      for (std::size_t b = 0; b < blocks; ++b) {
+        std::uint32_t amax = 0;
+        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) amax = std::max(amax, (std::uint32_t{x[i]} << 16) & 0x7FFFFFFFu);
+        const std::uint8_t code = table.code(amax);
+        ASSERT_EQ(got_scales[b], code) << "block " << b;
+        const ConvertOptions o{.scale = std::ldexp(1.0f, 127 - code)};
+        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) {
+          const std::uint64_t want = code != 0xFF ? convert_one(x[i], kBF16, to, o, i).code
+                                     : to.has_nan() ? to.canonical_nan()
+                                                    : 0;
+          ASSERT_EQ(got[i], want) << "bf16 0x" << std::hex << x[i] << std::dec << " -> " << to.name << ", scale code "
+                                  << int{code} << ", element " << i;
+        }
+      }
+    }
+}
+
 // bf16 MX under nearest-even takes the 16-bit kernel for blocks whose 2^(127 - code) is at
 // most 2^(127 + emin - m - 3), the fp32 kernel for the rest (amax below ~2^-100, zeros,
 // subnormals). Blocks anchored at every bf16 binade hold every pattern of the 40 binades
@@ -204,27 +233,7 @@ TEST_P(BlockScaledOnIsa, MxBf16EveryPatternUnderEveryScale) {
   block(0x7FC1, {0x3F80, 0xFF80}, 4);                        // NaN
   block(0x7F7F, {0xFF7F, 0x0001, 0x3F80}, 5);                // the largest finite
   while (x.size() % 2048 != 0) block(0x3F80, {0xBF00, 0x3E80}, x.size() / 32);
-  const std::size_t cols = 2048, rows = x.size() / cols, blocks = x.size() / 32;
-  const auto in = std::as_bytes(std::span(x));
-  for (const Pow2ScaleTable& table : tables())
-    for (FormatId id : kNarrowFormats) {
-      const Format& to = format_of(id);
-      if (!to.is_signed) continue;  // e8m0 holds scales, not elements
-      std::vector<std::uint8_t> got(x.size()), got_scales(blocks);
-      convert_mx(in, kBF16, rows, cols, 32, got, got_scales, to, table, {}, {1, GetParam()});
-      for (std::size_t b = 0; b < blocks; ++b) {
-        std::uint32_t amax = 0;
-        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) amax = std::max(amax, (std::uint32_t{x[i]} << 16) & 0x7FFFFFFFu);
-        const std::uint8_t code = table.code(amax);
-        ASSERT_EQ(got_scales[b], code) << "block " << b;
-        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) {
-          std::uint64_t want = to.has_nan() ? to.canonical_nan() : 0;
-          if (code != 0xFF) want = convert_one(x[i], kBF16, to, {.scale = std::ldexp(1.0f, 127 - code)}, i).code;
-          ASSERT_EQ(got[i], want) << "bf16 0x" << std::hex << x[i] << std::dec << " -> " << to.name << ", scale code "
-                                  << int{code} << ", element " << i;
-        }
-      }
-    }
+  expect_mx_bf16_equals_reference(x, 2048, GetParam());
 }
 
 // The MX bf16 kernel converts a block by its normal form when no nonzero |x| lies below the
@@ -245,27 +254,7 @@ TEST_P(BlockScaledOnIsa, MxBf16NormalFormBoundaryEveryProbe) {
         }
   }
   while (x.size() % 1024 != 0) x.push_back(0);
-  const std::size_t cols = 1024, rows = x.size() / cols, blocks = x.size() / 32;
-  const auto in = std::as_bytes(std::span(x));
-  for (const Pow2ScaleTable& table : tables())
-    for (FormatId id : kNarrowFormats) {
-      const Format& to = format_of(id);
-      if (!to.is_signed) continue;  // e8m0 holds scales, not elements
-      std::vector<std::uint8_t> got(x.size()), got_scales(blocks);
-      convert_mx(in, kBF16, rows, cols, 32, got, got_scales, to, table, {}, {1, GetParam()});
-      for (std::size_t b = 0; b < blocks; ++b) {
-        std::uint32_t amax = 0;
-        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) amax = std::max(amax, (std::uint32_t{x[i]} << 16) & 0x7FFFFFFFu);
-        const std::uint8_t code = table.code(amax);
-        ASSERT_EQ(got_scales[b], code) << "block " << b;
-        if (code == 0xFF) continue;
-        const ConvertOptions o{.scale = std::ldexp(1.0f, 127 - code)};
-        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i)
-          ASSERT_EQ(got[i], convert_one(x[i], kBF16, to, o, i).code)
-              << "bf16 0x" << std::hex << x[i] << std::dec << " -> " << to.name << ", scale code " << int{code}
-              << ", element " << i;
-      }
-    }
+  expect_mx_bf16_equals_reference(x, 1024, GetParam());
 }
 
 // MX outputs of 1 MiB and more, split between threads: every source through the fp32
