@@ -107,25 +107,47 @@ inline void bump4(std::uint64_t w, std::uint32_t* table) {
   table[(w >> 32) & 0xFFFF] += 1;
   table[w >> 48] += 1;
 }
-// fp32, plain: the statistics in vectors, the slots (bits 16..30 of each fp32 pattern) read with
-// 64-bit scalar loads of the same (cached) bytes: two elements per load, no vector-to-register
-// moves, which measured fastest when zeros are rare.
+// fp32, plain, a run of kPlainRun elements at a time: first the statistics in vectors and the
+// slots (a >> 16 <= 0x7FFF, which the unsigned saturating pack keeps) of each 16 elements
+// packed to 16-bit lanes in a buffer (in the pack's own lane order, which a tally does not care
+// about); then the run's slots tallied, four per 64-bit load, with one prefetch of the input
+// kPlainPrefetch bytes ahead per 16 slots. The tally phase issues few loads of its own, which
+// is where the prefetches go. Measured on Student-t data from memory against the earlier form
+// (two slots per 64-bit load of the input, in the same loop as the statistics): 8.4 against 7.8
+// GB/s in `fp8q bench` (medians of 11 runs taken in turn); runs of 128-512 and distances of 2-8
+// KiB measured within the noise of this choice.
+constexpr std::size_t kPlainRun = 256;
+constexpr std::size_t kPlainPrefetch = 4096;
 ScanResult tally_f32(const float* in, std::size_t n, std::uint32_t* table) {
   Stats st;
   const __m256i zero = _mm256_setzero_si256();
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i a = load_abs_f32(in, i);
-    st.add(a, _mm256_cmpeq_epi32(a, zero));
-    for (int k = 0; k < 8; k += 2) {
-      std::uint64_t w;
-      std::memcpy(&w, in + i + k, 8);
-      table[(w >> 16) & 0x7FFF] += 1;
-      table[(w >> 48) & 0x7FFF] += 1;
+  alignas(32) std::uint16_t buf[kPlainRun];
+  const std::size_t m = n / kPlainRun * kPlainRun;
+  for (std::size_t run = 0; run < m; run += kPlainRun) {
+    for (std::size_t i = 0; i < kPlainRun; i += 16) {
+      const __m256i a = load_abs_f32(in, run + i), b = load_abs_f32(in, run + i + 8);
+      st.add(a, _mm256_cmpeq_epi32(a, zero));
+      st.add(b, _mm256_cmpeq_epi32(b, zero));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(buf + i),
+                         _mm256_packus_epi32(_mm256_srli_epi32(a, 16), _mm256_srli_epi32(b, 16)));
+    }
+    const char* pf = reinterpret_cast<const char*>(in + run) + kPlainPrefetch;
+    for (std::size_t i = 0; i < kPlainRun; i += 16, pf += 64) {
+      _mm_prefetch(pf, _MM_HINT_T0);
+      for (std::size_t k = 0; k < 16; k += 4) {
+        std::uint64_t w;
+        std::memcpy(&w, buf + i + k, 8);
+        bump4(w, table);
+      }
     }
   }
-  for (std::size_t j = i; j < n; ++j) table[abs_one_f32(in, j) >> 16] += 1;
-  return st.finish<abs_one_f32>(in, i, n);
+  const std::size_t m8 = n / 8 * 8;
+  for (std::size_t i = m; i < m8; i += 8) {
+    const __m256i a = load_abs_f32(in, i);
+    st.add(a, _mm256_cmpeq_epi32(a, zero));
+  }
+  for (std::size_t j = m; j < n; ++j) table[abs_one_f32(in, j) >> 16] += 1;
+  return st.finish<abs_one_f32>(in, m8, n);
 }
 
 // bf16, plain: four patterns per 64-bit load, sign masked; nothing else to compute.
