@@ -27,10 +27,11 @@
 // non-temporal stores into qt, with or without prefetching its lines; 16 x 32 instead of
 // 8 x 32 transposed blocks. Also measured slower (printed ratio to the single cast, 3
 // repetitions, against 0.51-0.58 for this design in the same session): chunks of 512-2048
-// columns walked column-chunk first, so that consecutive bands reuse qt's TLB entries, with the
-// kernel's input prefetch aimed 1-16 row pitches ahead (0.33-0.49), or walked band first
-// (512 columns with the prefetch 8 rows ahead: 0.50-0.55, no better); bands of 512 or 1024 rows (0.36-0.51); a transposed copy of the whole chunk whose
-// qt rows are written two at a time between the next chunk's pieces (0.44-0.51).
+// columns walked column-chunk first, so that consecutive bands reuse qt's TLB entries, with
+// the kernel's input prefetch aimed 1-16 row pitches ahead (0.33-0.49), or walked band first
+// (512 columns, the prefetch 8 rows ahead: 0.50-0.55, no better); bands of 512 or 1024 rows
+// (0.36-0.51); a transposed copy of the whole chunk whose qt rows are written two at a time
+// between the next chunk's pieces (0.44-0.51).
 // The phases add rather than overlap: without the conversion, the transposes into the tile
 // buffer take 1.7 ms and the stores into qt 2.2 ms of the call above.
 //
