@@ -59,6 +59,7 @@
 
 #include "fp8q/numerics/convert.hpp"
 #include "dispatch.hpp"
+#include "isa/max_abs_kernels.hpp"
 #include "isa/transpose_kernels.hpp"
 
 namespace fp8q {
@@ -87,53 +88,6 @@ constexpr std::size_t kStreamingMin = std::size_t{4} << 20;
 
 // ---------------------------------------------------------------------------------------------
 // Baseline kernels (SSE2 is part of x86-64; the byte loops cover any other target).
-
-// Largest sign-cleared pattern; with the sign bit cleared every pattern is a non-negative
-// signed integer, so SSE2's signed 16-bit max (and, for fp32, a signed compare) orders them.
-std::uint16_t amax16_base(const void* in, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(in);
-  std::size_t i = 0;
-  std::uint16_t m = 0;
-#if defined(__SSE2__)
-  const __m128i mask = _mm_set1_epi16(0x7FFF);
-  __m128i vm = _mm_setzero_si128();
-  for (; i + 8 <= n; i += 8)
-    vm = _mm_max_epi16(vm, _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)), mask));
-  alignas(16) std::uint16_t lanes[8];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
-  for (std::uint16_t l : lanes) m = std::max(m, l);
-#endif
-  for (; i < n; ++i) {
-    std::uint16_t v;
-    std::memcpy(&v, p + 2 * i, 2);
-    m = std::max<std::uint16_t>(m, static_cast<std::uint16_t>(v & 0x7FFF));
-  }
-  return m;
-}
-
-std::uint32_t amax32_base(const void* in, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(in);
-  std::size_t i = 0;
-  std::uint32_t m = 0;
-#if defined(__SSE2__)
-  const __m128i mask = _mm_set1_epi32(0x7FFFFFFF);
-  __m128i vm = _mm_setzero_si128();
-  for (; i + 4 <= n; i += 4) {
-    const __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * i)), mask);
-    const __m128i gt = _mm_cmpgt_epi32(v, vm);
-    vm = _mm_or_si128(_mm_and_si128(gt, v), _mm_andnot_si128(gt, vm));
-  }
-  alignas(16) std::uint32_t lanes[4];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
-  for (std::uint32_t l : lanes) m = std::max(m, l);
-#endif
-  for (; i < n; ++i) {
-    std::uint32_t v;
-    std::memcpy(&v, p + 4 * i, 4);
-    m = std::max(m, v & 0x7FFFFFFFu);
-  }
-  return m;
-}
 
 #if defined(__SSE2__)
 // One 16 x 16 block: dst[c * dst_stride + r] = src[r * src_stride + c], r, c < 16. Four rounds
@@ -208,7 +162,7 @@ void copy_base(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool s
   std::memcpy(dst, src, n);
 }
 
-constexpr TransposeKernels kBase{&tile_column_base, &copy_base, &amax16_base, &amax32_base};
+constexpr TransposeKernels kBase{&tile_column_base, &copy_base};
 
 const TransposeKernels& kernels_for(Isa isa) {
 #if defined(FP8Q_HAVE_AVX2)
@@ -270,6 +224,7 @@ struct Job {
   detail::NarrowFn fn;
   const detail::NarrowParams* params;
   const TransposeKernels* k;
+  const detail::MaxAbsKernels* m;
   bool stream;
   // Row stride of a chunk buffer: the chunk width rounded up to 64, plus 64, so that the rows
   // of a tile fall into different L1 sets (a power-of-two stride would put them all in one).
@@ -360,7 +315,7 @@ std::uint32_t run_bands(const Job& job, const Bands& bands, std::size_t b0, std:
             }
           }
           // the piece's input is still in L1
-          amax = std::max(amax, job.ib == 4 ? job.k->amax32(piece, pw) : std::uint32_t{job.k->amax16(piece, pw)});
+          amax = std::max(amax, job.ib == 4 ? job.m->bits32(piece, pw) : std::uint32_t{job.m->bits16(piece, pw)});
           job.k->copy(job.q + i0 + p0, row + p0, pw, job.stream);
         }
       }
@@ -399,7 +354,8 @@ float cast_transpose(std::span<const std::byte> in, const Format& from, std::siz
                                   : nullptr;
   const detail::NarrowParams params = detail::make_narrow_params(from, to, options);
   const Job job{in.data(), rows, cols, ib, q.data(), qt.data(), &from, &to, &options, fn, &params,
-                &kernels_for(isa), n >= kStreamingMin, (std::min(cols, kChunkCols) + 63) / 64 * 64 + 64};
+                &kernels_for(isa), &detail::max_abs_kernels(isa), n >= kStreamingMin,
+                (std::min(cols, kChunkCols) + 63) / 64 * 64 + 64};
   const Bands bands = make_bands(rows, qt.data());
 
   std::atomic<std::uint32_t> amax{0};

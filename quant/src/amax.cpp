@@ -10,22 +10,23 @@
 #include <vector>
 
 #include "fp8q/numerics/convert.hpp"
+#include "fp8q/numerics/max_abs.hpp"
 #include "fp8q/numerics/parallel.hpp"
 
 namespace fp8q {
 namespace {
 
-// |x| as an fp32 bit pattern: a plain loop of and + max that the compiler vectorizes.
-inline std::uint32_t abs_bits(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7FFFFFFFu; }
-inline std::uint32_t abs_bits(std::uint16_t bf16) { return (std::uint32_t{bf16} << 16) & 0x7FFFFFFFu; }
+// Each thread chunk's largest |x| pattern comes from max_abs_bits (the vector kernels of
+// fp8q/numerics/max_abs.hpp); the chunks' patterns are combined by max, which is exact.
+inline std::uint32_t as_f32_bits(std::uint32_t bits) { return bits; }
+inline std::uint32_t as_f32_bits(std::uint16_t bf16) { return std::uint32_t{bf16} << 16; }
 
 template <class T>
 float amax_of(std::span<const T> x, int threads) {
   if (threads < 1) throw std::invalid_argument("amax: threads must be >= 1, got " + std::to_string(threads));
   std::atomic<std::uint32_t> result{0};
   parallel_chunks(x.size(), threads, [&](std::size_t begin, std::size_t end) {
-    std::uint32_t m = 0;
-    for (std::size_t i = begin; i < end; ++i) m = std::max(m, abs_bits(x[i]));
+    const std::uint32_t m = as_f32_bits(max_abs_bits(x.subspan(begin, end - begin)));
     std::uint32_t seen = result.load();
     while (m > seen && !result.compare_exchange_weak(seen, m)) {
     }
@@ -33,33 +34,30 @@ float amax_of(std::span<const T> x, int threads) {
   return std::bit_cast<float>(result.load());
 }
 
-// Largest magnitude bits of each block-column stretch of rows [r0, r1), into m (one per grid
+// Largest |x| pattern of each block-column stretch of rows [r0, r1), into m (one per grid
 // column). 16-bit sources keep their own patterns: fp16 and bf16 magnitudes order like values.
 template <class T>
-void stretch_max(const T* x, const BlockGrid& g, std::size_t r0, std::size_t r1, T mask, std::vector<T>& m) {
+void stretch_max(const T* x, const BlockGrid& g, std::size_t r0, std::size_t r1, std::vector<std::uint32_t>& m) {
   for (std::size_t r = r0; r < r1; ++r) {
     const T* row = x + r * g.cols;
     for (std::size_t b = 0, c0 = 0; c0 < g.cols; ++b, c0 += g.block_cols) {
       const std::size_t c1 = std::min(g.cols, c0 + g.block_cols);
-      T v = m[b];
-      for (std::size_t c = c0; c < c1; ++c) v = std::max<T>(v, static_cast<T>(row[c] & mask));
-      m[b] = v;
+      m[b] = std::max<std::uint32_t>(m[b], max_abs_bits(std::span<const T>(row + c0, c1 - c0)));
     }
   }
 }
 
 template <class T>
 void block_amax_of(const T* x, const Format& from, const BlockGrid& g, std::span<float> out, int threads) {
-  const T mask = static_cast<T>(from == kF32 ? 0x7FFFFFFFu : 0x7FFFu);
   const std::size_t gc = g.grid_cols();
   const std::size_t per_block_row = std::max<std::size_t>(1, g.block_rows * g.cols);
   parallel_chunks(
       g.grid_rows(), threads,
       [&](std::size_t b0, std::size_t b1) {
-        std::vector<T> m(gc);
+        std::vector<std::uint32_t> m(gc);
         for (std::size_t br = b0; br < b1; ++br) {
-          std::fill(m.begin(), m.end(), T{0});
-          stretch_max(x, g, br * g.block_rows, std::min(g.rows, (br + 1) * g.block_rows), mask, m);
+          std::fill(m.begin(), m.end(), 0u);
+          stretch_max(x, g, br * g.block_rows, std::min(g.rows, (br + 1) * g.block_rows), m);
           for (std::size_t b = 0; b < gc; ++b) {
             std::uint32_t bits = m[b];
             if (from == kBF16) bits <<= 16;
@@ -106,7 +104,7 @@ void block_amax(std::span<const std::byte> in, const Format& from, const BlockGr
     throw std::invalid_argument("amax: output holds " + std::to_string(out.size()) + " values; the grid has " +
                                 std::to_string(grid.grid_size()));
   if (from == kF32) {
-    block_amax_of(aligned<std::uint32_t>(in).data(), from, grid, out, threads);
+    block_amax_of(aligned<float>(in).data(), from, grid, out, threads);
   } else {
     block_amax_of(aligned<std::uint16_t>(in).data(), from, grid, out, threads);
   }

@@ -1,6 +1,5 @@
-// AVX2 kernels of the fused cast + transpose (transpose_kernels.hpp). Compiled with -mavx2
-// and nothing else is. They move and compare bit patterns only: no arithmetic, so nothing
-// here can change a code or an amax.
+// AVX2 kernels of the fused cast + transpose (transpose_kernels.hpp). Compiled with -mavx2.
+// They move bit patterns only: no arithmetic, so nothing here can change a code.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -103,51 +102,7 @@ void copy_avx2(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool s
   if (i != n) std::memcpy(dst + i, src + i, n - i);
 }
 
-// Two accumulators of 16 lanes: signed 16-bit max is right because masked patterns are
-// non-negative.
-std::uint16_t amax16_avx2(const void* in, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(in);
-  const __m256i mask = _mm256_set1_epi16(0x7FFF);
-  __m256i m0 = _mm256_setzero_si256(), m1 = m0;
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    m0 = _mm256_max_epi16(m0, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i)), mask));
-    m1 = _mm256_max_epi16(m1, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i + 32)), mask));
-  }
-  alignas(32) std::uint16_t lanes[16];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_max_epi16(m0, m1));
-  std::uint16_t m = 0;
-  for (std::uint16_t l : lanes) m = std::max(m, l);
-  for (; i < n; ++i) {
-    std::uint16_t v;
-    std::memcpy(&v, p + 2 * i, 2);  // memcpy: the input may be unaligned
-    m = std::max<std::uint16_t>(m, static_cast<std::uint16_t>(v & 0x7FFF));
-  }
-  return m;
-}
-
-std::uint32_t amax32_avx2(const void* in, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(in);
-  const __m256i mask = _mm256_set1_epi32(0x7FFFFFFF);
-  __m256i m0 = _mm256_setzero_si256(), m1 = m0;
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    m0 = _mm256_max_epu32(m0, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * i)), mask));
-    m1 = _mm256_max_epu32(m1, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * i + 32)), mask));
-  }
-  alignas(32) std::uint32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_max_epu32(m0, m1));
-  std::uint32_t m = 0;
-  for (std::uint32_t l : lanes) m = std::max(m, l);
-  for (; i < n; ++i) {
-    std::uint32_t v;
-    std::memcpy(&v, p + 4 * i, 4);
-    m = std::max(m, v & 0x7FFFFFFFu);
-  }
-  return m;
-}
-
-constexpr TransposeKernels kAvx2{&tile_column_avx2, &copy_avx2, &amax16_avx2, &amax32_avx2};
+constexpr TransposeKernels kAvx2{&tile_column_avx2, &copy_avx2};
 
 }  // namespace
 

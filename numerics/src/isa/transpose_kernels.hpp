@@ -1,8 +1,8 @@
 // Internal: the kernels of the fused cast + transpose (cast_transpose.cpp) that depend on the
-// instruction set: the transpose of one tile column of codes, the copy of codes to an output
-// (streamed or not) and the amax of a stretch of the input. The baseline (SSE2, part of
-// x86-64) versions live in cast_transpose.cpp; AVX2 ones in transpose_avx2.cpp, compiled alone
-// with -mavx2. Not installed.
+// instruction set: the transpose of one tile column of codes and the copy of codes to an
+// output (streamed or not); each piece's amax comes from isa/max_abs_kernels.hpp. The
+// baseline (SSE2, part of x86-64) versions live in cast_transpose.cpp; AVX2 ones in
+// transpose_avx2.cpp, compiled alone with -mavx2. Not installed.
 #pragma once
 
 #include <cstddef>
@@ -24,11 +24,6 @@ struct TransposeKernels {
   // are written with non-temporal stores (no read for ownership, not kept in cache); the
   // partial lines at either end, and everything without `stream`, by ordinary stores.
   void (*copy)(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool stream);
-  // max over i < n of (p[i] & 0x7FFF): for bf16 and fp16 the sign-cleared pattern orders
-  // magnitudes (NaN patterns above Inf), so this is the pattern of the largest |x|.
-  std::uint16_t (*amax16)(const void* p, std::size_t n);  // p: 2-byte codes, any alignment
-  // max over i < n of (p[i] & 0x7FFFFFFF): the same for fp32 patterns.
-  std::uint32_t (*amax32)(const void* p, std::size_t n);  // p: 4-byte codes, any alignment
 };
 
 // nullptr where this binary has no AVX2 build of them (the caller keeps the baseline).

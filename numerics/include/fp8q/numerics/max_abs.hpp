@@ -1,0 +1,24 @@
+// fp8q/numerics/max_abs.hpp: the largest |x| of an array, as its bit pattern: what per-tensor
+// and per-block amaxes, and the fused cast + transpose, are built on.
+//
+// For fp32, bf16 and fp16 the sign-cleared pattern orders magnitudes as the values do, and NaN
+// patterns sort above Inf, so the largest sign-cleared pattern is the pattern of the largest
+// |x|, a NaN whenever the array holds one (the largest NaN pattern, like any NaN). Max is
+// exact and associative: every path (SSE2, AVX2) and every split gives the same bits, and no
+// FP environment plays a part. An empty array gives 0 (+0).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "fp8q/numerics/isa.hpp"
+
+namespace fp8q {
+
+// max over i of (pattern of x[i]) & 0x7FFFFFFF.
+std::uint32_t max_abs_bits(std::span<const float> x, std::optional<Isa> isa = {});
+// bf16 or fp16 patterns: max over i of x[i] & 0x7FFF.
+std::uint16_t max_abs_bits(std::span<const std::uint16_t> x, std::optional<Isa> isa = {});
+
+}  // namespace fp8q

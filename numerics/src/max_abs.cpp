@@ -1,0 +1,104 @@
+// The largest |x| pattern of an array (fp8q/numerics/max_abs.hpp): the baseline kernels
+// (SSE2, part of x86-64; plain loops elsewhere) and the dispatch to the AVX2 ones.
+#include "fp8q/numerics/max_abs.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "isa/max_abs_kernels.hpp"
+
+namespace fp8q {
+namespace detail {
+namespace {
+
+// Largest sign-cleared pattern; with the sign bit cleared every pattern is a non-negative
+// signed integer, so SSE2's signed 16-bit max (and, for fp32, a signed compare) orders them.
+std::uint16_t bits16_base(const void* in, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(in);
+  std::size_t i = 0;
+  std::uint16_t m = 0;
+#if defined(__SSE2__)
+  const __m128i mask = _mm_set1_epi16(0x7FFF);
+  __m128i vm = _mm_setzero_si128();
+  for (; i + 8 <= n; i += 8)
+    vm = _mm_max_epi16(vm, _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)), mask));
+  alignas(16) std::uint16_t lanes[8];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
+  for (std::uint16_t l : lanes) m = std::max(m, l);
+#endif
+  for (; i < n; ++i) {
+    std::uint16_t v;
+    std::memcpy(&v, p + 2 * i, 2);
+    m = std::max<std::uint16_t>(m, static_cast<std::uint16_t>(v & 0x7FFF));
+  }
+  return m;
+}
+
+std::uint32_t bits32_base(const void* in, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(in);
+  std::size_t i = 0;
+  std::uint32_t m = 0;
+#if defined(__SSE2__)
+  const __m128i mask = _mm_set1_epi32(0x7FFFFFFF);
+  __m128i vm = _mm_setzero_si128();
+  for (; i + 4 <= n; i += 4) {
+    const __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * i)), mask);
+    const __m128i gt = _mm_cmpgt_epi32(v, vm);
+    vm = _mm_or_si128(_mm_and_si128(gt, v), _mm_andnot_si128(gt, vm));
+  }
+  alignas(16) std::uint32_t lanes[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
+  for (std::uint32_t l : lanes) m = std::max(m, l);
+#endif
+  for (; i < n; ++i) {
+    std::uint32_t v;
+    std::memcpy(&v, p + 4 * i, 4);
+    m = std::max(m, v & 0x7FFFFFFFu);
+  }
+  return m;
+}
+
+constexpr MaxAbsKernels kBase{&bits16_base, &bits32_base};
+
+}  // namespace
+
+const MaxAbsKernels& max_abs_kernels(Isa isa) {
+#if defined(FP8Q_HAVE_AVX2)
+  if (isa != Isa::kGeneric) return *max_abs_kernels_avx2();
+#else
+  (void)isa;
+#endif
+  return kBase;
+}
+
+}  // namespace detail
+
+namespace {
+
+const detail::MaxAbsKernels& kernels_for(std::optional<Isa> forced) {
+  // looked up once: per-block amaxes call this for every row of every block
+  static const detail::MaxAbsKernels& active = detail::max_abs_kernels(active_isa());
+  if (!forced) return active;
+  const Isa isa = *forced;
+  if (!isa_supported(isa))
+    throw std::invalid_argument("max_abs_bits: instruction set " + std::string(isa_name(isa)) +
+                                " is not available here");
+  return detail::max_abs_kernels(isa);
+}
+
+}  // namespace
+
+std::uint32_t max_abs_bits(std::span<const float> x, std::optional<Isa> isa) {
+  return kernels_for(isa).bits32(x.data(), x.size());
+}
+
+std::uint16_t max_abs_bits(std::span<const std::uint16_t> x, std::optional<Isa> isa) {
+  return kernels_for(isa).bits16(x.data(), x.size());
+}
+
+}  // namespace fp8q
