@@ -9,18 +9,27 @@
 #include <string>
 
 #include "fp8q/numerics/fp_env.hpp"
+#include "fp8q/numerics/max_abs.hpp"
 
 namespace fp8q::calib {
 namespace {
 
 constexpr std::uint32_t kInfBits = 0x7F800000u;
 
-// |x| pattern and sign of fp32 / bf16 inputs.
+// fp32 patterns of fp32 / bf16 inputs (and of their max_abs_bits).
 inline std::uint32_t pattern(float x) { return std::bit_cast<std::uint32_t>(x); }
+inline std::uint32_t pattern(std::uint32_t bits) { return bits; }
 inline std::uint32_t pattern(std::uint16_t b) { return std::uint32_t{b} << 16; }
 
 template <class T>
 void observe_into(std::span<const T> x, std::uint32_t& amax_bits, std::uint64_t& count, NonFiniteCounts& nf) {
+  // The common case, no Inf or NaN: the largest |x| pattern (numerics/max_abs.hpp) is then
+  // the finite amax. Otherwise the loop below, which leaves the non-finite values out.
+  if (const std::uint32_t top = pattern(max_abs_bits(x)); top < kInfBits) {
+    amax_bits = top > amax_bits ? top : amax_bits;
+    count += x.size();
+    return;
+  }
   std::uint32_t m = amax_bits;
   std::uint64_t non_finite = 0;
   for (T v : x) {  // branch-free: the compiler vectorizes the max

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -37,6 +39,32 @@ TEST(AmaxObserver, Bf16PatternsAreExactValues) {
   EXPECT_EQ(a.count(), 2u);
   EXPECT_EQ(a.non_finite().nan, 1u);
   EXPECT_EQ(a.non_finite().neg_inf, 1u);
+}
+
+// All finite: the vector path (max_abs_bits) against a plain loop, for lengths through the
+// vector widths and past them, with the largest |x| negative, subnormal or zero.
+TEST(AmaxObserver, AllFiniteTakesTheVectorPathAndEqualsPlainMax) {
+  std::mt19937 rng(5);
+  for (std::size_t n : {0, 1, 7, 8, 15, 16, 17, 31, 33, 64, 100, 1001}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = std::ldexp(static_cast<float>(rng() % 1000) - 500.0f, -140);  // subnormals and zeros
+    if (n > 0) x[rng() % n] = -std::ldexp(1.0f, -126) * 3.0f;  // the largest, negative
+    float expect = 0.0f;
+    for (float v : x) expect = std::max(expect, std::fabs(v));
+    AmaxObserver a;
+    a.observe(x);
+    EXPECT_EQ(a.amax(), expect) << n;
+    EXPECT_EQ(a.count(), n);
+    EXPECT_EQ(a.non_finite().nan + a.non_finite().pos_inf + a.non_finite().neg_inf, 0u);
+    std::vector<std::uint16_t> b(n);
+    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x[i]) >> 16);
+    float expect_b = 0.0f;
+    for (std::uint16_t v : b) expect_b = std::max(expect_b, std::fabs(std::bit_cast<float>(std::uint32_t{v} << 16)));
+    AmaxObserver ab;
+    ab.observe_bf16(b);
+    EXPECT_EQ(ab.amax(), expect_b) << n;
+    EXPECT_EQ(ab.count(), n);
+  }
 }
 
 TEST(AmaxObserver, MergeOfAnySplitEqualsTheWhole) {
