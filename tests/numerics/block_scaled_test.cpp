@@ -12,6 +12,7 @@
 
 #include "format_types.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "on_isa.hpp"
 
 namespace fp8q {
 namespace {
@@ -41,13 +42,7 @@ std::uint64_t load(const std::vector<std::byte>& v, std::size_t i, const Format&
   return c;
 }
 
-class BlockScaledOnIsa : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_supported(GetParam()))
-      GTEST_SKIP() << "this CPU (or build) has no " << isa_name(GetParam()) << " path; not tested here";
-  }
-};
+class BlockScaledOnIsa : public test::OnIsa {};
 
 TEST_P(BlockScaledOnIsa, EveryElementUsesItsBlocksScale) {
   const BlockGrid grids[] = {{7, 300, 1, 128}, {130, 70, 128, 128}, {5, 33, 2, 3}, {3, 40, 3, 1}, {1, 1, 1, 1},
@@ -301,8 +296,7 @@ TEST(BlockScaled, SizesAreChecked) {
                std::invalid_argument);  // two rows need two scales
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryIsa, BlockScaledOnIsa, ::testing::Values(Isa::kGeneric, Isa::kAvx2, Isa::kAvx512),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(EveryIsa, BlockScaledOnIsa, test::every_isa(), test::isa_test_name);
 
 }  // namespace
 }  // namespace fp8q

@@ -17,6 +17,7 @@
 
 #include "format_types.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "on_isa.hpp"
 
 namespace fp8q {
 namespace {
@@ -69,12 +70,8 @@ std::size_t first_difference(const std::vector<std::byte>& a, const std::vector<
   return a.size();
 }
 
-class BulkOnIsa : public ::testing::TestWithParam<Isa> {
+class BulkOnIsa : public test::OnIsa {
  protected:
-  void SetUp() override {
-    if (!isa_supported(GetParam()))
-      GTEST_SKIP() << "this CPU (or build) has no " << isa_name(GetParam()) << " path; not tested here";
-  }
   // Every narrow target, rounding, overflow and scale: convert() == reference.
   void check_all(std::span<const std::byte> in, const Format& from) {
     constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -301,8 +298,7 @@ TEST_P(BulkOnIsa, NanErrorInEveryModeAndSource) {  // the SIMD kernels' NaN flag
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryIsa, BulkOnIsa, ::testing::ValuesIn(kAllIsas),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(EveryIsa, BulkOnIsa, test::every_isa(), test::isa_test_name);
 
 TEST(BulkErrors, SizesAndCodesAreChecked) {
   std::vector<std::byte> in(10), out(2);

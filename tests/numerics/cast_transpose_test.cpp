@@ -21,6 +21,7 @@
 
 #include "format_types.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "on_isa.hpp"
 
 namespace fp8q {
 namespace {
@@ -74,13 +75,7 @@ void expect_equal_to_separate(const std::vector<std::byte>& in, const Format& fr
   }
 }
 
-class CastTransposeOnIsa : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_supported(GetParam()))
-      GTEST_SKIP() << "this CPU (or build) has no " << isa_name(GetParam()) << " path; not tested here";
-  }
-};
+class CastTransposeOnIsa : public test::OnIsa {};
 
 TEST_P(CastTransposeOnIsa, EqualsConvertTransposeAndAmax) {
   const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {16, 16}, {65, 129}, {200, 37}, {3, 300}, {130, 256}};
@@ -228,8 +223,7 @@ TEST_P(CastTransposeOnIsa, NanErrorNamesFirstInIndexOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryIsa, CastTransposeOnIsa, ::testing::Values(Isa::kGeneric, Isa::kAvx2, Isa::kAvx512),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(EveryIsa, CastTransposeOnIsa, test::every_isa(), test::isa_test_name);
 
 }  // namespace
 }  // namespace fp8q

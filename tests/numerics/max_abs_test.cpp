@@ -12,6 +12,7 @@
 
 #include "fp8q/numerics/isa.hpp"
 #include "fp8q/numerics/max_abs.hpp"
+#include "on_isa.hpp"
 
 namespace fp8q {
 namespace {
@@ -31,13 +32,7 @@ std::span<const float> as_floats(const std::vector<std::uint32_t>& p, std::size_
   return {reinterpret_cast<const float*>(p.data()) + off, n};
 }
 
-class MaxAbsOnIsa : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (!isa_supported(GetParam()))
-      GTEST_SKIP() << "this CPU (or build) has no " << isa_name(GetParam()) << " path; not tested here";
-  }
-};
+class MaxAbsOnIsa : public test::OnIsa {};
 
 // Lengths 0 .. 100 and a few longer ones, offsets 0 .. 16 elements: random patterns of both
 // signs, then the same with one special value (NaN, +Inf, -Inf, the largest finite of either
@@ -112,8 +107,7 @@ TEST(MaxAbs, UnsupportedIsaIsAnError) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryIsa, MaxAbsOnIsa, ::testing::Values(Isa::kGeneric, Isa::kAvx2, Isa::kAvx512),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(EveryIsa, MaxAbsOnIsa, test::every_isa(), test::isa_test_name);
 
 }  // namespace
 }  // namespace fp8q
