@@ -2,8 +2,6 @@
 // (SSE2, part of x86-64; plain loops elsewhere) and the dispatch to the AVX2 ones.
 #include "fp8q/numerics/max_abs.hpp"
 
-#include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #if defined(__SSE2__)
@@ -19,31 +17,26 @@ namespace {
 // Largest sign-cleared pattern; with the sign bit cleared every pattern is a non-negative
 // signed integer, so SSE2's signed 16-bit max (and, for fp32, a signed compare) orders them.
 std::uint16_t bits16_base(const void* in, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(in);
   std::size_t i = 0;
   std::uint16_t m = 0;
 #if defined(__SSE2__)
+  const auto* p = static_cast<const unsigned char*>(in);
   const __m128i mask = _mm_set1_epi16(0x7FFF);
   __m128i vm = _mm_setzero_si128();
   for (; i + 8 <= n; i += 8)
     vm = _mm_max_epi16(vm, _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)), mask));
   alignas(16) std::uint16_t lanes[8];
   _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
-  for (std::uint16_t l : lanes) m = std::max(m, l);
+  m = max_abs_tail<std::uint16_t>(lanes, 0, 8, 0);
 #endif
-  for (; i < n; ++i) {
-    std::uint16_t v;
-    std::memcpy(&v, p + 2 * i, 2);
-    m = std::max<std::uint16_t>(m, static_cast<std::uint16_t>(v & 0x7FFF));
-  }
-  return m;
+  return max_abs_tail<std::uint16_t>(in, i, n, m);
 }
 
 std::uint32_t bits32_base(const void* in, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(in);
   std::size_t i = 0;
   std::uint32_t m = 0;
 #if defined(__SSE2__)
+  const auto* p = static_cast<const unsigned char*>(in);
   const __m128i mask = _mm_set1_epi32(0x7FFFFFFF);
   __m128i vm = _mm_setzero_si128();
   for (; i + 4 <= n; i += 4) {
@@ -53,14 +46,9 @@ std::uint32_t bits32_base(const void* in, std::size_t n) {
   }
   alignas(16) std::uint32_t lanes[4];
   _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
-  for (std::uint32_t l : lanes) m = std::max(m, l);
+  m = max_abs_tail<std::uint32_t>(lanes, 0, 4, 0);
 #endif
-  for (; i < n; ++i) {
-    std::uint32_t v;
-    std::memcpy(&v, p + 4 * i, 4);
-    m = std::max(m, v & 0x7FFFFFFFu);
-  }
-  return m;
+  return max_abs_tail<std::uint32_t>(in, i, n, m);
 }
 
 constexpr MaxAbsKernels kBase{&bits16_base, &bits32_base};

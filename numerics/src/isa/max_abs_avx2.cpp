@@ -2,10 +2,8 @@
 // Bit patterns are compared, never values: nothing here depends on the FP environment.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "isa/max_abs_kernels.hpp"
 
@@ -43,13 +41,7 @@ std::uint16_t bits16_avx2(const void* in, std::size_t n) {
     m1 = _mm256_max_epi16(m1, load(i + 16));
   }
   if (i + 16 <= n) m0 = _mm256_max_epi16(m0, load(i)), i += 16;
-  std::uint16_t m = hmax16(_mm256_max_epi16(m0, m1));
-  for (; i < n; ++i) {
-    std::uint16_t v;
-    std::memcpy(&v, p + 2 * i, 2);  // memcpy: the input may be unaligned
-    m = std::max<std::uint16_t>(m, static_cast<std::uint16_t>(v & 0x7FFF));
-  }
-  return m;
+  return max_abs_tail<std::uint16_t>(p, i, n, hmax16(_mm256_max_epi16(m0, m1)));
 }
 
 std::uint32_t bits32_avx2(const void* in, std::size_t n) {
@@ -65,13 +57,7 @@ std::uint32_t bits32_avx2(const void* in, std::size_t n) {
     m1 = _mm256_max_epu32(m1, load(i + 8));
   }
   if (i + 8 <= n) m0 = _mm256_max_epu32(m0, load(i)), i += 8;
-  std::uint32_t m = hmax32(_mm256_max_epu32(m0, m1));
-  for (; i < n; ++i) {
-    std::uint32_t v;
-    std::memcpy(&v, p + 4 * i, 4);
-    m = std::max(m, v & 0x7FFFFFFFu);
-  }
-  return m;
+  return max_abs_tail<std::uint32_t>(p, i, n, hmax32(_mm256_max_epu32(m0, m1)));
 }
 
 constexpr MaxAbsKernels kAvx2{&bits16_avx2, &bits32_avx2};

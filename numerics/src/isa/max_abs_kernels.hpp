@@ -3,8 +3,10 @@
 // installed.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "fp8q/numerics/isa.hpp"
 
@@ -14,6 +16,19 @@ struct MaxAbsKernels {
   std::uint16_t (*bits16)(const void* p, std::size_t n);  // max of (2-byte pattern & 0x7FFF)
   std::uint32_t (*bits32)(const void* p, std::size_t n);  // max of (4-byte pattern & 0x7FFFFFFF)
 };
+
+// The scalar part every kernel ends with: the max of m and the sign-cleared patterns of
+// elements [i, n) of p (T = std::uint16_t or std::uint32_t; p of any alignment).
+template <class T>
+inline T max_abs_tail(const void* p, std::size_t i, std::size_t n, T m) {
+  constexpr T kMask = static_cast<T>(static_cast<T>(~T{0}) >> 1);
+  for (; i < n; ++i) {
+    T v;
+    std::memcpy(&v, static_cast<const unsigned char*>(p) + sizeof(T) * i, sizeof(T));
+    m = std::max<T>(m, static_cast<T>(v & kMask));
+  }
+  return m;
+}
 
 // nullptr where this binary has no AVX2 build of them.
 const MaxAbsKernels* max_abs_kernels_avx2();
