@@ -27,6 +27,7 @@ void register_all() {
     register_baselines();
     register_convert();
     register_quant();
+    register_cast_transpose_floor();
     register_calib();
     register_gemm();
     register_checkpoint();

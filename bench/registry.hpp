@@ -30,6 +30,7 @@ void register_all();
 void register_baselines();
 void register_convert();
 void register_quant();
+void register_cast_transpose_floor();
 void register_calib();
 void register_gemm();
 void register_checkpoint();
