@@ -57,6 +57,22 @@ void run_current(benchmark::State& state, int threads) {
   finish(state, x.size() * 2, codes.size(), x.size());
 }
 
+// A delayed-scaling step: the cast by the scale from the history and the amax that update()
+// records, in one pass (convert_with_amax).
+void run_delayed(benchmark::State& state, int threads) {
+  const auto& x = bf16_data();
+  std::vector<std::uint8_t> codes(x.size());
+  ConvertOptions o;
+  o.scale = kScale;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(convert_with_amax(std::as_bytes(std::span(x)), kBF16,
+                                               std::as_writable_bytes(std::span(codes)), kE4M3FN, o,
+                                               {threads, std::nullopt}));
+    benchmark::DoNotOptimize(codes.data());
+  }
+  finish(state, x.size() * 2, codes.size(), x.size());
+}
+
 // 128x128 blocks (DeepSeek-V3 weights): block amaxes, scales, the block-scaled cast.
 void run_block(benchmark::State& state, int threads) {
   const auto in = input(kBF16);
@@ -150,6 +166,9 @@ void register_quant() {
     add_case("quant/current_scaling_bf16" + threads,
              {"copy/2B_to_1B" + threads, "convert/bf16_to_e4m3fn/rne_sat" + threads},
              [t](benchmark::State& s) { run_current(s, t); });
+    add_case("quant/delayed_scaling_bf16" + threads,
+             {"quant/cast_bf16_scaled" + threads, "quant/current_scaling_bf16" + threads},
+             [t](benchmark::State& s) { run_delayed(s, t); });
     add_case("quant/block128x128_bf16" + threads, {"copy/2B_to_1B" + threads},
              [t](benchmark::State& s) { run_block(s, t); });
     add_case("quant/cast_bf16_scaled" + threads, {"copy/2B_to_1B" + threads},

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <string>
 
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/parallel.hpp"
 #include "dispatch.hpp"
+#include "isa/max_abs_kernels.hpp"
 
 namespace fp8q {
 namespace {
@@ -97,10 +99,14 @@ void convert_by_table(std::span<const std::byte> in, const Format& from, std::sp
   }
 }
 
-}  // namespace
+// What every bulk call checks first: whole elements, matching sizes, threads, the path.
+struct Call {
+  std::size_t n, ib, ob;
+  Isa isa;
+};
 
-void convert(std::span<const std::byte> in, const Format& from, std::span<std::byte> out, const Format& to,
-             const ConvertOptions& o, const BulkOptions& bulk) {
+Call check_call(std::span<const std::byte> in, const Format& from, std::span<std::byte> out, const Format& to,
+                const BulkOptions& bulk) {
   const auto ib = static_cast<std::size_t>(from.storage_bytes());
   const auto ob = static_cast<std::size_t>(to.storage_bytes());
   if (in.size() % ib != 0)
@@ -114,7 +120,14 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
   const Isa isa = bulk.isa.value_or(active_isa());
   if (!isa_supported(isa))
     throw std::invalid_argument("instruction set " + std::string(isa_name(isa)) + " is not available here");
+  return {n, ib, ob, isa};
+}
 
+}  // namespace
+
+void convert(std::span<const std::byte> in, const Format& from, std::span<std::byte> out, const Format& to,
+             const ConvertOptions& o, const BulkOptions& bulk) {
+  const auto [n, ib, ob, isa] = check_call(in, from, out, to, bulk);
   if (detail::narrow_supported(from, to)) {
     const detail::NarrowParams params = detail::make_narrow_params(from, to, o);
     const NarrowFn fn = narrow_kernel(isa, source_of(from), o.rounding);
@@ -138,6 +151,40 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
       store_le(out.data() + i * ob, r.code, static_cast<int>(ob));
     }
   });
+}
+
+float convert_with_amax(std::span<const std::byte> in, const Format& from, std::span<std::byte> out,
+                        const Format& to, const ConvertOptions& o, const BulkOptions& bulk) {
+  if (!(from == kF32 || from == kBF16 || from == kF16))
+    throw std::invalid_argument("convert_with_amax takes f32, bf16 or f16, not " + std::string(from.name));
+  const auto [n, ib, ob, isa] = check_call(in, from, out, to, bulk);
+  const detail::MaxAbsKernels& m = detail::max_abs_kernels(isa);
+  // the largest |x| pattern of elements [begin, end) (bits32 for fp32, bits16 otherwise)
+  auto amax_of = [&](std::size_t begin, std::size_t end) -> std::uint32_t {
+    const std::byte* p = in.data() + begin * ib;
+    return ib == 4 ? m.bits32(p, end - begin) : m.bits16(p, end - begin);
+  };
+  std::atomic<std::uint32_t> amax{0};
+  if (detail::narrow_supported(from, to)) {
+    const detail::NarrowParams params = detail::make_narrow_params(from, to, o);
+    const NarrowFn fn = narrow_kernel(isa, source_of(from), o.rounding);
+    auto* dst = reinterpret_cast<std::uint8_t*>(out.data());
+    parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
+      std::uint32_t local = 0;
+      bool nan = false;
+      for (std::size_t p = begin; p < end; p += kAmaxPiece) {
+        const std::size_t q = std::min(end, p + kAmaxPiece);
+        nan = fn(in.data() + p * ib, dst + p, q - p, p, params) || nan;
+        local = std::max(local, amax_of(p, q));  // the piece's input is still in L1
+      }
+      if (nan && o.nan == NanPolicy::kError) throw_first_nan(in, from, to, o, begin, end);
+      detail::merge_max(amax, local);
+    });
+  } else {
+    convert(in, from, out, to, o, bulk);
+    parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) { detail::merge_max(amax, amax_of(begin, end)); });
+  }
+  return detail::amax_value(amax.load(), from);
 }
 
 void convert(std::span<const float> in, std::span<std::uint8_t> out, const Format& to, const ConvertOptions& o,

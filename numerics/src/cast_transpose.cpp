@@ -369,15 +369,10 @@ float cast_transpose(std::span<const std::byte> in, const Format& from, std::siz
           fence_streams();  // what was streamed before the error is in place like the rest
           throw;
         }
-        std::uint32_t seen = amax.load();
-        while (local > seen && !amax.compare_exchange_weak(seen, local)) {
-        }
+        detail::merge_max(amax, local);
       },
       ChunkGrain{1, std::max<std::size_t>(1, 16384 / std::max<std::size_t>(1, kBandRows * cols))});
-  const std::uint32_t m = amax.load();
-  if (from == kF32) return float_of(m);
-  if (from == kBF16) return float_of(m << 16);
-  return decode_f32(m, kF16);  // exact, Inf kept
+  return detail::amax_value(amax.load(), from);
 }
 
 }  // namespace fp8q

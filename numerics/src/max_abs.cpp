@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "fp8q/numerics/convert.hpp"
 #include "isa/max_abs_kernels.hpp"
 
 namespace fp8q {
@@ -62,6 +63,12 @@ const MaxAbsKernels& max_abs_kernels(Isa isa) {
   (void)isa;
 #endif
   return kBase;
+}
+
+float amax_value(std::uint32_t bits, const Format& from) {
+  if (from == kF32) return float_of(bits);
+  if (from == kBF16) return float_of(bits << 16);
+  return decode_f32(bits, kF16);  // exact, Inf kept
 }
 
 }  // namespace detail

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "fp8q/numerics/format.hpp"
 #include "fp8q/numerics/isa.hpp"
 
 namespace fp8q::detail {
@@ -28,6 +30,18 @@ inline T max_abs_tail(const void* p, std::size_t i, std::size_t n, T m) {
     m = std::max<T>(m, static_cast<T>(v & kMask));
   }
   return m;
+}
+
+// The value of a largest-|x| pattern of `from` (fp32: a bits32 result; bf16 or fp16: a bits16
+// one) as fp32: exact, Inf and NaN kept.
+float amax_value(std::uint32_t bits, const Format& from);
+
+// shared = max(shared, local), for the threads of one call (a max of patterns: the same bits
+// in any order).
+inline void merge_max(std::atomic<std::uint32_t>& shared, std::uint32_t local) {
+  std::uint32_t seen = shared.load();
+  while (local > seen && !shared.compare_exchange_weak(seen, local)) {
+  }
 }
 
 // nullptr where this binary has no AVX2 build of them.

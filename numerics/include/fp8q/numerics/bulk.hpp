@@ -48,6 +48,19 @@ class NanError : public std::domain_error {
 void convert(std::span<const std::byte> in, const Format& from, std::span<std::byte> out,
              const Format& to, const ConvertOptions& options = {}, const BulkOptions& bulk = {});
 
+// convert() from fp32, bf16 or fp16 that also returns amax = the largest |x| of `in`, as fp32
+// (exact; NaN if any element is NaN; +0 for an empty input), from the same read of the input:
+// each piece of kAmaxPiece elements is converted, then its amax taken while it is still in L1.
+// This is the cast a delayed-scaling step runs: the codes by the scale from the history, and
+// the amax DelayedScaling::update() records, in one pass instead of amax() + convert(). The
+// codes equal convert()'s and the amax equals max_abs_bits() of `in`, for any thread count and
+// path. Targets the SIMD kernels do not take (wider than 8 bits, e8m0) are converted by
+// convert() and their amax read in a second pass. Throws as convert() does, and
+// std::invalid_argument for any other source.
+float convert_with_amax(std::span<const std::byte> in, const Format& from, std::span<std::byte> out,
+                        const Format& to, const ConvertOptions& options = {}, const BulkOptions& bulk = {});
+inline constexpr std::size_t kAmaxPiece = 2048;  // 4 KiB of bf16, 8 KiB of fp32: well inside L1
+
 // Typed conveniences.
 void convert(std::span<const float> in, std::span<std::uint8_t> out, const Format& to,
              const ConvertOptions& options = {}, const BulkOptions& bulk = {});

@@ -9,7 +9,9 @@
 //      except that an amax of 0, Inf or NaN keeps the previous scale (TE: "where(amax > 0
 //      and isfinite(amax), new, old)"), and an infinite quotient becomes FLT_MAX.
 // scale() is what the next step multiplies by: q = convert(fp32(x * scale)); scale_inv() =
-// fp32(1 / scale) (correctly rounded) is what dequantization multiplies by.
+// fp32(1 / scale) (correctly rounded) is what dequantization multiplies by. A step's cast and
+// the amax it passes to update() come from one read of x with convert_with_amax()
+// (fp8q/numerics/bulk.hpp).
 // The state serializes to a fixed little-endian byte layout (see serialize()), so a training
 // checkpoint restores it bit for bit.
 #pragma once
