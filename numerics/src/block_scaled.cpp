@@ -50,6 +50,14 @@ std::uint32_t f32_bits(const std::byte* p, const Format& from) {
   return bits_of(decode_f32(load_code(p, 2), kF16));
 }
 
+// p = fp32(x * 2^(127 - code)) (x the element's fp32 pattern), with a product flushed to
+// +/-0 from a nonzero x kept nonzero as +/-2^-149 (see convert_mx in block_scaled.hpp).
+std::uint32_t mx_product(std::uint32_t x, std::uint8_t code) {
+  const std::uint32_t p = bits_of(ldexp_rne(float_of(x), 127 - code));
+  if ((p & 0x7FFFFFFFu) == 0 && (x & 0x7FFFFFFFu) != 0) return (x & 0x80000000u) | 1u;
+  return p;
+}
+
 }  // namespace
 
 void convert_block_scaled(std::span<const std::byte> in, const Format& from, std::span<std::uint8_t> out,
@@ -145,11 +153,9 @@ void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t r
       std::memset(out.data() + i0, m.nan_fill, i1 - i0);
       return;
     }
-    ConvertOptions o = options;
-    o.scale = m.multiplier[code];
     for (std::size_t i = i0; i < i1; ++i)
       out[i] = static_cast<std::uint8_t>(
-          convert_one(load_code(in.data() + i * ib, ib), from, to, o, i).code);
+          convert_one(mx_product(f32_bits(in.data() + i * ib, from), code), kF32, to, options, i).code);
   };
   parallel_pinned(
       rows, bulk.threads,

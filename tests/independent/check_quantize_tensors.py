@@ -381,10 +381,11 @@ def quantize_tensor(name, dt, shape, x32, o):
                     for i in range(lo, hi):
                         codes[i], blk[i] = nan, bi
                     continue
-                f = pow2v(127 - sc)  # 2^-e
                 for i in range(lo, hi):
-                    # x * 2^-e exact, rounded (nearest-even) to fp32 only below its normal range
-                    v = cc.scale_value(f32v(x32[i]), f)
+                    # the exact x * 2^-e (x finite here: a NaN or Inf makes the block NaN),
+                    # rounded once, by the call's mode, to the element format
+                    x = f32v(x32[i])
+                    v = ('fin', x[1], x[2], x[3] + 127 - sc)
                     rf = (lambda i=i: cc.sr_word(i, seed)) if mode == 'sr' else None
                     codes[i] = cc.convert(v, T, mode, ovf, rf)
                     blk[i] = bi
@@ -1105,10 +1106,17 @@ def self_test():
     check('mx 7 e2m1 even (7 -> 8)', mx_scale_code(fbits(7.0), cc.FORMATS['e2m1'], 'even'), 128)
     check('mx 5.9 e2m1 even', mx_scale_code(fbits(5.9), cc.FORMATS['e2m1'], 'even'), 127)
     check('mx 0.75 trainium3 e4m3fn', mx_scale_code(fbits(0.75), e4m3fn, 'trainium3'), 127 - 1 - 7)
-    # a tiny element beside a large block max: x * 2^-e rounded to fp32 first (0), so rup gives 0
+    # tiny elements beside a large block max: the exact x * 2^-e (2^-161 and 2^-142, far below
+    # fp32's range) is rounded once, so rup gives the smallest subnormal, rne 0, rdn -0 -> +0
     o = Opts('mx', 'e4m3fn', mode='rup')
     codes, _, _, sc = quantize_tensor('w', 'F32', [3], [fbits(2.0 ** 20), 1, fbits(2.0 ** -130)], o)
-    check('mx tiny elements rup', (sc, codes), ([127 + 12], [0x78, 0x00, 0x01]))
+    check('mx tiny elements rup', (sc, codes), ([127 + 12], [0x78, 0x01, 0x01]))
+    o = Opts('mx', 'e4m3fn', mode='rne')
+    codes, _, _, sc = quantize_tensor('w', 'F32', [3], [fbits(2.0 ** 20), 1, fbits(2.0 ** -130)], o)
+    check('mx tiny elements rne', (sc, codes), ([127 + 12], [0x78, 0x00, 0x00]))
+    o = Opts('mx', 'e4m3fn', mode='rdn')
+    codes, _, _, sc = quantize_tensor('w', 'F32', [3], [fbits(2.0 ** 20), 0x80000001, fbits(-(2.0 ** -130))], o)
+    check('mx tiny negative elements rdn', (sc, codes), ([127 + 12], [0x78, 0x81, 0x81]))
     # codes and packing
     check('e2m1 packing', pack_codes('e2m1', [0x1, 0xF, 0x6, 0x0]), bytes([0xF1, 0x06]))
     check('decode fnuz NaN', decode_code(cc.FORMATS['e4m3fnuz'], 0x80), ('nan', 0))

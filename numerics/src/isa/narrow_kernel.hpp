@@ -543,7 +543,13 @@ struct NarrowKernel {
         V c[4];
         for (std::size_t j = 0; j < 4; ++j) {
           const auto f = Ops::set1f(m.multiplier[scales[i / 32 + j / kPerBlock]]);  // 0xFF: overwritten
-          const V x = Ops::bits(Ops::mul(Ops::as_float(u[j]), f));
+          V x = Ops::bits(Ops::mul(Ops::as_float(u[j]), f));
+          if constexpr (R == fp8q::Rounding::kUp || R == fp8q::Rounding::kDown || R == fp8q::Rounding::kOdd) {
+            // a product flushed to +/-0 from a nonzero x stays nonzero: +/-2^-149 (the exact
+            // value rounds away from 0 in these modes; in the others it gives 0 either way)
+            const V lost = Ops::andnot(Ops::eq(Ops::band(u[j], k.c7fffffff), k.zero), Ops::eq(Ops::band(x, k.c7fffffff), k.zero));
+            x = Ops::select(lost, Ops::bor(Ops::band(u[j], k.c80000000), k.one), x);
+          }
           if constexpr (R == fp8q::Rounding::kNearestEven) {
             c[j] = narrow_rne(x, k, p, nan_seen);
           } else {

@@ -57,8 +57,14 @@ struct Pow2ScaleTable {
 // MX: each row is cut into blocks of `block` elements (the last one may be shorter). A block's
 // amax is its largest |x| (NaN if any element is NaN); its E8M0 code is table.code(amax) and is
 // written to scales[r * ceil(cols / block) + b]. With code 0xFF every element of the block is
-// `to`'s canonical NaN (0 where `to` has none); otherwise element codes are
-// convert(fp32(x * 2^(127 - code))) with `options` (options.scale must be unset).
+// `to`'s canonical NaN (0 where `to` has none); otherwise each element's code is the exact
+// x * 2^(127 - code) rounded once, by `options` (options.scale must be unset). It is computed
+// as convert(p) of p = fp32(x * 2^(127 - code)), which is exact unless |p| < 2^-126; a p that
+// the product flushed to +/-0 from a nonzero x becomes +/-2^-149 (x's sign), so that the
+// directed modes (up, down, odd) still see a nonzero value. Every value below 2^-126 lies under
+// half of every element format's smallest subnormal, where each mode's result depends only on
+// the sign and on zero / nonzero (stochastic rounding's fraction word is 0 either way): so
+// this is the exact result in every mode.
 void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t rows, std::size_t cols,
                 std::size_t block, std::span<std::uint8_t> out, std::span<std::uint8_t> scales,
                 const Format& to, const Pow2ScaleTable& table, const ConvertOptions& options = {},

@@ -58,8 +58,9 @@ std::uint8_t mx_scale_code(float amax, const Format& element, MxScaleRule rule);
 
 // Quantizes one MX block: amax over the block (a NaN anywhere makes it NaN), the scale code
 // by `rule`, then each element as convert(fp32(x * 2^-e)), nearest-even, saturating (OCP clamps
-// to +/-max normal). The product x * 2^-e is exact wherever it can change the result (it can
-// only lose bits below fp32's normal range, far below every element format's smallest value).
+// to +/-max normal). Under nearest-even the product x * 2^-e is exact wherever it can change
+// the result (it only loses bits below fp32's normal range, under half of every element
+// format's smallest subnormal); convert_mx (numerics/block_scaled.hpp) takes any rounding mode.
 // Returns the E8M0 code; with the NaN scale the elements are NaN where the element format has
 // NaN, else 0 (the scale carries the NaN).
 std::uint8_t mx_quantize_block(std::span<const float> block, const Format& element, MxScaleRule rule,
