@@ -17,20 +17,12 @@
 namespace fp8q {
 namespace {
 
-constexpr std::uint32_t kAbs = 0x7FFFFFFFu;
-
 bool is_source(const Format& f) { return f == kF32 || f == kBF16 || f == kF16; }
 
 void check_element(const Format& e) {
   if (e.bits() > 8 || !e.is_signed || !e.has_zero())
     throw std::invalid_argument("element format " + std::string(e.name) +
                                 " cannot hold quantized data (a signed format of at most 8 bits with a zero)");
-}
-
-// scale_inv = fp32(1 / scale); a zero scale (only from an extreme margin) gives +Inf.
-float inverse(float scale) {
-  if ((bits_of(scale) & kAbs) == 0) return float_of(0x7F800000u);
-  return divide_rne(1.0f, scale);
 }
 
 }  // namespace
@@ -63,8 +55,8 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
   q.granularity = o.granularity;
   const MatrixShape m = matrix_shape(shape);
   q.grid = block_grid(o.granularity, m);
-  const std::size_t n = m.rows * m.cols;
-  if (data.size() != n * static_cast<std::size_t>(from.storage_bytes()))
+  const std::size_t n = m.rows * m.cols, ib = static_cast<std::size_t>(from.storage_bytes());
+  if (data.size() % ib != 0 || data.size() / ib != n)  // not n * ib: that can wrap
     throw std::invalid_argument(std::to_string(data.size()) + " bytes do not hold the " + std::to_string(n) + " " +
                                 std::string(from.name) + " elements of the shape");
   if (q.packed() && (shape.empty() || m.cols % 2 != 0))
@@ -87,7 +79,7 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
         applied[b] = q.scale_inv[b] = scale_inv_from_amax(amaxes[b], elem, o.amax);
       } else {
         applied[b] = scale_from_amax(amaxes[b], elem, o.amax);
-        q.scale_inv[b] = inverse(applied[b]);
+        q.scale_inv[b] = divide_rne(1.0f, applied[b]);  // finite: scale_from_amax never goes below 2^-127
       }
     }
     ConvertOptions c = o.convert;
@@ -108,16 +100,32 @@ void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format
   if (!is_source(to)) throw std::invalid_argument("dequantize writes f32, bf16 or f16, not " + std::string(to.name));
   const Format& elem = format_of(q.element);
   check_element(elem);
-  const std::size_t n = q.numel();
-  if (out.size() != n * static_cast<std::size_t>(to.storage_bytes()))
+  // the grid must be the one quantize() builds for the shape and granularity: its blocks index
+  // the scales below (a block of 0 rows or columns would divide by zero)
+  const MatrixShape m = matrix_shape(q.shape);
+  const BlockGrid want = block_grid(q.granularity, m);
+  if (q.grid.rows != want.rows || q.grid.cols != want.cols || q.grid.block_rows != want.block_rows ||
+      q.grid.block_cols != want.block_cols)
+    throw std::invalid_argument("dequantize: the grid (" + std::to_string(q.grid.rows) + " x " +
+                                std::to_string(q.grid.cols) + " in blocks of " + std::to_string(q.grid.block_rows) +
+                                " x " + std::to_string(q.grid.block_cols) + ") is not the " +
+                                granularity_name(q.granularity) + " grid of the shape (" + std::to_string(want.rows) +
+                                " x " + std::to_string(want.cols) + " in blocks of " + std::to_string(want.block_rows) +
+                                " x " + std::to_string(want.block_cols) + ")");
+  const std::size_t n = q.numel(), ob = static_cast<std::size_t>(to.storage_bytes());
+  if (out.size() % ob != 0 || out.size() / ob != n)
     throw std::invalid_argument("dequantize: output of " + std::to_string(out.size()) + " bytes for " +
                                 std::to_string(n) + " " + std::string(to.name) + " elements");
   const bool mx = q.granularity.kind == GranularityKind::kMx;
   if (q.codes.size() != (q.packed() ? n / 2 : n))
     throw std::invalid_argument("dequantize: " + std::to_string(q.codes.size()) + " code bytes for " +
                                 std::to_string(n) + " elements");
-  if ((mx ? q.scales.size() : q.scale_inv.size()) < q.grid.grid_size())
-    throw std::invalid_argument("dequantize: fewer scales than blocks");
+  // one scale per block (and the lone 1 of an empty per-tensor grid)
+  const std::size_t blocks = q.grid.grid_size(), held = mx ? q.scales.size() : q.scale_inv.size();
+  const bool lone = !mx && q.granularity.kind == GranularityKind::kTensor && blocks == 0 && held == 1;
+  if (held != blocks && !lone)
+    throw std::invalid_argument("dequantize: " + std::to_string(held) + (mx ? " E8M0 scales" : " scale_inv values") +
+                                " for " + std::to_string(blocks) + " blocks");
   std::vector<std::uint8_t> unpacked;
   std::span<const std::uint8_t> codes = q.codes;
   if (q.packed()) {
@@ -133,7 +141,6 @@ void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format
   pow2[255] = float_of(0x7FC00000u);
 
   const std::size_t cols = q.grid.cols, gc = q.grid.grid_cols();
-  const std::size_t ob = static_cast<std::size_t>(to.storage_bytes());
   parallel_chunks(
       q.grid.rows, threads,
       [&](std::size_t r0, std::size_t r1) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cfloat>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -19,21 +20,40 @@ namespace fp8q {
 namespace {
 
 constexpr std::uint32_t kAbs = 0x7FFFFFFFu, kInfBits = 0x7F800000u;
+constexpr std::uint32_t kMinScaleBits = 0x00400000u;  // 2^-127
 
 constexpr std::array<std::pair<std::string_view, MxScaleRule>, 5> kRules = {{
     {"floor", MxScaleRule::kFloor}, {"ceil", MxScaleRule::kCeil}, {"even", MxScaleRule::kEven},
     {"rceil", MxScaleRule::kRceil}, {"trainium3", MxScaleRule::kTrainium3},
 }};
 
+// A float in an error message: enough digits to name it exactly (%.9g), not to_string's six
+// decimals (which print 1e-10 as 0.000000).
+std::string show(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+  return buf;
+}
+
+// The checks both conventions share; returns amax_epsilon's pattern (-0 taken as +0).
+std::uint32_t check_amax_options(std::uint32_t a, float amax, const AmaxScaleOptions& o) {
+  if (a > 0x80000000u && (a & kAbs) <= kInfBits)  // negative, not -0 and not NaN
+    throw std::invalid_argument("amax must be >= 0, got " + show(amax));
+  std::uint32_t eps = bits_of(o.amax_epsilon);
+  if (eps == 0x80000000u) eps = 0;
+  if (eps >= kInfBits)  // negative, Inf or NaN
+    throw std::invalid_argument("amax_epsilon must be finite and >= 0, got " + show(o.amax_epsilon));
+  if (o.margin < -kMaxMargin || o.margin > kMaxMargin)
+    throw std::invalid_argument("margin must be in [-" + std::to_string(kMaxMargin) + ", " +
+                                std::to_string(kMaxMargin) + "], got " + std::to_string(o.margin));
+  return eps;
+}
+
 }  // namespace
 
 float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& o) {
   std::uint32_t a = bits_of(amax);
-  if (a > 0x80000000u && (a & kAbs) <= kInfBits)  // negative, not -0 and not NaN
-    throw std::invalid_argument("amax must be >= 0, got " + std::to_string(amax));
-  const std::uint32_t eps = bits_of(o.amax_epsilon);
-  if (eps >= kInfBits)  // negative, Inf or NaN
-    throw std::invalid_argument("amax_epsilon must be finite and >= 0, got " + std::to_string(o.amax_epsilon));
+  const std::uint32_t eps = check_amax_options(a, amax, o);
   a &= kAbs;
   if (a > kInfBits) return 1.0f;  // NaN amax
   if (a < eps) a = eps;           // bit order is value order for non-negative floats
@@ -46,18 +66,16 @@ float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& 
   if (bits_of(s) == kInfBits) s = FLT_MAX;
   s = ldexp_rne(s, -o.margin);
   if (bits_of(s) == kInfBits) s = FLT_MAX;
-  if ((bits_of(s) & kAbs) == 0) return 0.0f;  // only with a huge margin (bits: DAZ-proof)
+  // below 2^-127 (a huge amax with a margin): 2^-127, the smallest scale whose reciprocal,
+  // scale_inv, is finite (compared as bits: DAZ-proof)
+  if (bits_of(s) < kMinScaleBits) s = float_of(kMinScaleBits);
   if (o.power_of_two) s = exp2i(floor_log2(s));  // 2^floor(log2(scale))
   return s;
 }
 
 float scale_inv_from_amax(float amax, const Format& target, const AmaxScaleOptions& o) {
   std::uint32_t a = bits_of(amax);
-  if (a > 0x80000000u && (a & kAbs) <= kInfBits)  // negative, not -0 and not NaN
-    throw std::invalid_argument("amax must be >= 0, got " + std::to_string(amax));
-  const std::uint32_t eps = bits_of(o.amax_epsilon);
-  if (eps >= kInfBits)
-    throw std::invalid_argument("amax_epsilon must be finite and >= 0, got " + std::to_string(o.amax_epsilon));
+  const std::uint32_t eps = check_amax_options(a, amax, o);
   a &= kAbs;
   if (a > kInfBits) return 1.0f;  // NaN amax
   if (a < eps) a = eps;

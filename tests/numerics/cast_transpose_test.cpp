@@ -136,6 +136,9 @@ TEST(CastTranspose, NanErrorAndSizes) {
   }
   std::vector<std::uint8_t> short_out(39);
   EXPECT_THROW(cast_transpose(std::as_bytes(std::span(x)), kF32, 4, 10, q, short_out, kE4M3FN), std::invalid_argument);
+  // rows * cols beyond the address space: refused, not wrapped around to a size that matches
+  const std::size_t big = std::size_t{1} << 33, wide = std::size_t{1} << 31;  // 2^64 elements
+  EXPECT_THROW(cast_transpose({}, kF32, big, wide, {}, {}, kE4M3FN), std::invalid_argument);
 }
 
 // Shapes that reach every edge of the band / chunk / piece / block split: rows around the

@@ -106,6 +106,22 @@ TEST(DelayedScaling, StateRoundTripsBitForBit) {
   }
 }
 
+TEST(DelayedScaling, ConfigsItCouldNotRestoreAreRefused) {
+  // every state the recipe can hold serializes into one deserialize() accepts
+  EXPECT_THROW(DelayedScaling({.history_length = (1 << 24) + 1}), std::invalid_argument);
+  EXPECT_THROW(DelayedScaling({.history_length = 0}), std::invalid_argument);
+  EXPECT_THROW(DelayedScaling({.margin = kMaxMargin + 1}), std::invalid_argument);
+  EXPECT_THROW(DelayedScaling({.margin = std::numeric_limits<int>::min()}), std::invalid_argument);
+  // a margin large enough to take the scale below 2^-127: the scale stops there, and the
+  // state (scale finite and > 0) restores bit for bit
+  DelayedScaling d({.history_length = 4, .margin = 200});
+  d.update(1.0f);
+  EXPECT_EQ(d.scale(), std::ldexp(1.0f, -127));
+  EXPECT_EQ(d.scale_inv(), std::ldexp(1.0f, 127));
+  const DelayedScaling back = DelayedScaling::deserialize(d.serialize());
+  EXPECT_EQ(back.serialize(), d.serialize());
+}
+
 TEST(DelayedScaling, MalformedStatesAreRefusedByField) {
   const auto good = DelayedScaling({.history_length = 2}).serialize();
   auto expect_error = [](std::vector<std::uint8_t> bytes, const std::string& words) {

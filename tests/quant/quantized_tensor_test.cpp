@@ -232,6 +232,54 @@ TEST(Quantize, ErrorsNameTheProblem) {
   }
 }
 
+TEST(Quantize, ElementCountsThatOverflowAreRefused) {
+  // 2^62 fp32 elements need 2^64 bytes: the size check must not wrap around to 0
+  const std::uint64_t huge[] = {std::uint64_t{1} << 62};
+  try {
+    quantize({}, kF32, huge, {});
+    FAIL() << "an empty buffer passed for 2^62 elements";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("do not hold"), std::string::npos) << e.what();
+  }
+  const std::uint64_t too_many[] = {std::uint64_t{1} << 40, std::uint64_t{1} << 40};
+  EXPECT_THROW(quantize({}, kF32, too_many, {}), std::invalid_argument);
+}
+
+TEST(Dequantize, RefusesAGridScalesOrOutputThatDoNotFitTheTensor) {
+  const auto x = random_tensor(4 * 64, 3, false);
+  const std::uint64_t shape[] = {4, 64};
+  QuantizeOptions o;
+  o.granularity = Granularity::block(2, 32);
+  const QuantizedTensor good = quantize(std::as_bytes(std::span(x)), kF32, shape, o);
+  std::vector<float> y(x.size());
+  auto refused = [&](const QuantizedTensor& q, const std::string& says) {
+    try {
+      dequantize(q, std::as_writable_bytes(std::span(y)), kF32);
+      ADD_FAILURE() << "accepted; expected an error saying '" << says << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  QuantizedTensor q = good;
+  q.grid.block_rows = 0;  // would divide by zero
+  refused(q, "is not the block2x32 grid of the shape");
+  q = good;
+  q.grid.block_cols = 64;  // a grid of fewer blocks than the scales describe
+  refused(q, "grid");
+  q = good;
+  q.scale_inv.push_back(1.0f);  // one scale too many
+  refused(q, "5 scale_inv values for 4 blocks");
+  q = good;
+  q.scale_inv.pop_back();
+  refused(q, "3 scale_inv values for 4 blocks");
+  q = good;
+  q.shape = {8, 32};  // same element count, another matrix
+  refused(q, "grid");
+  std::vector<float> short_y(x.size() - 1);
+  EXPECT_THROW(dequantize(good, std::as_writable_bytes(std::span(short_y)), kF32), std::invalid_argument);
+  EXPECT_NO_THROW(dequantize(good, std::as_writable_bytes(std::span(y)), kF32));
+}
+
 TEST(Dequantize, OneRoundingOfCodeTimesScale) {
   const auto x = random_tensor(6 * 260, 77, true);
   const std::uint64_t shape[] = {6, 260};

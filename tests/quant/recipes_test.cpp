@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fp8q/numerics/convert.hpp"
@@ -89,6 +90,21 @@ std::vector<float> ramp(std::size_t n) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 37) % 1001) * 0.0137f - 6.5f;
   return v;
+}
+
+TEST(CurrentScaling, RefusesRoleFormatsThatAreNotElementFormats) {
+  const std::vector<float> x = {-3.0f, 0.0f, 2.0f};
+  std::vector<std::uint8_t> codes(x.size());
+  for (FormatId f : {FormatId::kE8M0, FormatId::kF32, FormatId::kBF16}) {
+    CurrentScaling cs;
+    cs.formats = {f, FormatId::kE5M2};
+    try {
+      cs.quantize(x, TensorRole::kActivation, codes);
+      ADD_FAILURE() << "format " << format_of(f).name << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("forward format"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(BlockScaling, WeightsIn128x128ActivationsIn1x128DivideAsDeepSeek) {

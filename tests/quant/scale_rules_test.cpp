@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
 
 namespace fp8q {
@@ -56,7 +57,7 @@ TEST(ScaleFromAmax, IsTheCorrectlyRoundedQuotient) {
         EXPECT_TRUE(s == FLT_MAX || is_correctly_rounded_quotient(s, static_cast<float>(f->max_finite()), amax)) << amax;
         continue;
       }
-      if (exact < std::ldexp(1.0, -126)) continue;  // subnormal quotients: checked below
+      if (exact < std::ldexp(1.0, -126)) continue;  // cannot occur: max_finite >= 6 and amax <= FLT_MAX
       ASSERT_TRUE(is_correctly_rounded_quotient(s, static_cast<float>(f->max_finite()), amax))
           << f->name << " amax " << amax << " gave " << s;
     }
@@ -87,6 +88,41 @@ TEST(ScaleFromAmax, EdgeCases) {
   EXPECT_EQ(scale_from_amax(1.0f, kE4M3FN, {.amax_epsilon = 4.0f}), 112.0f);
   EXPECT_EQ(scale_from_amax(8.0f, kE4M3FN, {.amax_epsilon = 4.0f}), 56.0f);
   EXPECT_EQ(scale_from_amax(1.0f, kE4M3, {}), 240.0f);  // Trainium2's range
+}
+
+TEST(ScaleFromAmax, ScalesBelowTwoToMinus127BecomeTwoToMinus127AndKeepAFiniteInverse) {
+  const float floor_scale = std::ldexp(1.0f, -127);
+  // 448 / 3e38 = 1.5e-36, / 2^31 = 7e-46: below fp32's smallest subnormal
+  EXPECT_EQ(bits_of(scale_from_amax(3e38f, kE4M3FN, {.margin = 31})), bits_of(floor_scale));
+  EXPECT_EQ(bits_of(scale_from_amax(1.0f, kE4M3FN, {.margin = 200})), bits_of(floor_scale));
+  EXPECT_EQ(bits_of(scale_from_amax(1.0f, kE4M3FN, {.margin = kMaxMargin, .power_of_two = true})), bits_of(floor_scale));
+  EXPECT_EQ(divide_rne(1.0f, floor_scale), std::ldexp(1.0f, 127));  // scale_inv is finite
+  // just above the floor nothing changes: 448 / 2^100 / 2^35 = 1.75 * 2^-127 (subnormal, exact)
+  EXPECT_EQ(scale_from_amax(std::ldexp(1.0f, 100), kE4M3FN, {.margin = 35}), std::ldexp(1.75f, -127));
+  EXPECT_EQ(scale_from_amax(std::ldexp(1.0f, 120), kE4M3FN, {.margin = 10}), std::ldexp(1.75f, -122));
+}
+
+TEST(ScaleFromAmax, BadOptionsAreNamedWithTheirValue) {
+  auto message = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  for (auto rule : {&scale_from_amax, &scale_inv_from_amax}) {
+    EXPECT_NE(message([&] { rule(-1e-10f, kE4M3FN, {}); }).find("amax must be >= 0, got -1.00000001e-10"), std::string::npos);
+    EXPECT_NE(message([&] { rule(1.0f, kE4M3FN, {.amax_epsilon = -2.5e-7f}); }).find("amax_epsilon"), std::string::npos);
+    EXPECT_NE(message([&] { rule(1.0f, kE4M3FN, {.amax_epsilon = kNaN}); }).find("got nan"), std::string::npos);
+    EXPECT_NE(message([&] { rule(1.0f, kE4M3FN, {.margin = kMaxMargin + 1}); }).find("margin must be in [-512, 512], got 513"),
+              std::string::npos);
+    EXPECT_NE(message([&] { rule(1.0f, kE4M3FN, {.margin = std::numeric_limits<int>::min()}); }).find("margin"),
+              std::string::npos);  // refused before any arithmetic on it (negating INT_MIN is undefined)
+    EXPECT_NO_THROW(rule(1.0f, kE4M3FN, {.amax_epsilon = -0.0f}));  // -0 is 0
+    EXPECT_NO_THROW(rule(1.0f, kE4M3FN, {.margin = -kMaxMargin}));
+  }
+  EXPECT_EQ(scale_from_amax(0.0f, kE4M3FN, {.amax_epsilon = -0.0f}), 1.0f);
 }
 
 // ---- MX scale rules -------------------------------------------------------------------------------

@@ -15,9 +15,16 @@ namespace {
 constexpr char kMagic[8] = {'F', 'P', '8', 'Q', 'D', 'S', '0', '1'};
 constexpr std::size_t kHeader = 8 + 4 + 4 + 4 + 4;  // magic, 4 u8, margin, L, scale
 
+// The longest history a state may hold (what deserialize() accepts: 64 MiB of history).
+constexpr std::uint32_t kMaxHistory = 1u << 24;
+
 void check(const DelayedScalingConfig& c) {
-  if (c.history_length < 1)
-    throw std::invalid_argument("delayed scaling: history_length must be >= 1, got " + std::to_string(c.history_length));
+  if (c.history_length < 1 || static_cast<std::uint32_t>(c.history_length) > kMaxHistory)
+    throw std::invalid_argument("delayed scaling: history_length must be in [1, " + std::to_string(kMaxHistory) +
+                                "], got " + std::to_string(c.history_length));
+  if (c.margin < -kMaxMargin || c.margin > kMaxMargin)
+    throw std::invalid_argument("delayed scaling: margin must be in [-" + std::to_string(kMaxMargin) + ", " +
+                                std::to_string(kMaxMargin) + "], got " + std::to_string(c.margin));
   const Format& f = format_of(c.format);
   if (f.bits() > 8 || !f.is_signed || f.specials == Specials::kExponentOnly)
     throw std::invalid_argument("delayed scaling: format must be a signed 8-bit-or-narrower element format, got " +
@@ -83,7 +90,7 @@ DelayedScaling DelayedScaling::deserialize(std::span<const std::uint8_t> b) {
   c.power_of_two = b[10] == 1;
   c.margin = static_cast<std::int32_t>(get_u32(b, 12));
   const std::uint32_t length = get_u32(b, 16);
-  if (length == 0 || length > (1u << 24)) fail("history length " + std::to_string(length) + " out of range");
+  if (length == 0 || length > kMaxHistory) fail("history length " + std::to_string(length) + " out of range");
   c.history_length = static_cast<int>(length);
   if (b.size() != kHeader + 4 * std::size_t{length})
     fail("size " + std::to_string(b.size()) + " bytes, expected " + std::to_string(kHeader + 4 * std::size_t{length}));

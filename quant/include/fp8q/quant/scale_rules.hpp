@@ -16,8 +16,10 @@
 namespace fp8q {
 
 // ---- per tensor / row / block: scale from amax ------------------------------------------------
+inline constexpr int kMaxMargin = 512;  // |margin| above this is refused (fp32 spans 2^277)
+
 struct AmaxScaleOptions {
-  int margin = 0;              // the scale is divided by 2^margin (headroom)
+  int margin = 0;              // the scale is divided by 2^margin (headroom); |margin| <= kMaxMargin
   float amax_epsilon = 0.0f;   // amax is floored to this before the division
   bool power_of_two = false;   // round the scale down to 2^floor(log2(scale))
 };
@@ -25,9 +27,12 @@ struct AmaxScaleOptions {
 // In this order: (1) scale = fp32(max_finite(target) / max(amax, epsilon)), one correctly
 // rounded division (nearest-even, computed in integers: the caller's FP environment cannot
 // change it); an infinite quotient becomes FLT_MAX; (2) scale = fp32(scale / 2^margin),
-// again FLT_MAX if infinite; (3) with power_of_two, 2^floor(log2(scale)).
+// again FLT_MAX if infinite, and 2^-127 if below 2^-127 (a huge amax with a margin: the
+// smallest scale whose reciprocal, scale_inv, is finite); (3) with power_of_two,
+// 2^floor(log2(scale)).
 // amax of 0, +/-Inf or NaN gives scale 1 (delayed scaling keeps its previous scale instead).
-// A negative amax is an error (std::invalid_argument).
+// A negative amax, a negative, Inf or NaN epsilon (-0 is 0) and a margin beyond kMaxMargin
+// are errors (std::invalid_argument naming the field and its value).
 float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& options = {});
 
 // The divide convention (DeepSeek-V3, compressed-tensors): the stored dequantization
@@ -36,7 +41,7 @@ float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& 
 //   s = fp32(s * 2^margin)                              nearest-even; Inf becomes FLT_MAX
 //   power_of_two: s = 2^ceil(log2(s)), at most 2^127    (never shrinks the range)
 //   s == 0 (amax / max below fp32's smallest subnormal): s = 2^-149
-// amax of 0, +/-Inf or NaN gives s = 1. A negative amax is an error.
+// amax of 0, +/-Inf or NaN gives s = 1. Errors as for scale_from_amax.
 float scale_inv_from_amax(float amax, const Format& target, const AmaxScaleOptions& options = {});
 
 // ---- MX: one E8M0 scale X = 2^e per block of 32 ------------------------------------------------

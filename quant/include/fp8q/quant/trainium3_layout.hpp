@@ -2,7 +2,7 @@
 // (DESIGN sections 5 and 6). Pure byte rearrangements: every function here moves codes and
 // scale bytes, never changes one, and each has an exact inverse.
 //
-// What AWS documents (docs/drafts/trainium3_layout.md has the sources):
+// What AWS documents (docs/trainium3_layouts.md has the sources):
 //  - nc_matmul_mx computes stationary.T @ moving with the contraction axis K on the 128 SBUF
 //    partitions; each processing element takes 4 packed codes, so one instruction contracts
 //    K = 128 x 4 = 512. Operands are [partition, free] tiles of an x4 type: stationary at most

@@ -29,9 +29,9 @@ enum class AmaxAlgorithm : std::uint8_t { kMax, kMostRecent };
 
 struct DelayedScalingConfig {
   FormatId format = FormatId::kE4M3FN;
-  int history_length = 1024;  // L >= 1
+  int history_length = 1024;  // 1 <= L <= 2^24
   AmaxAlgorithm algorithm = AmaxAlgorithm::kMax;
-  int margin = 0;
+  int margin = 0;             // |margin| <= kMaxMargin
   bool power_of_two = false;
 };
 
