@@ -13,27 +13,14 @@
 // Codes are computed once, by the same kernels as convert(), keyed by the element's index in
 // the input, so q and qt agree with convert() for any band, chunk, piece or thread split.
 //
-// Where the time goes (Zen 3 VM, [8192, 4096] bf16 -> e4m3fn with a scale, one thread, CPU
-// time per call, with convert() at 9.5 ms): the conversion alone 9.4 ms, + the amax 0.8 ms, +
-// the copy to q 1.2 ms, + the transposes 1.3 ms, + the stores to qt 3-4 ms, of which about
-// 2 ms are page walks (with qt in 2 MiB pages the fused pass takes 14.5 ms instead of 16.5),
-// some of it overlapped. Every 64-byte store into qt lands in another page (qt rows are
-// `rows` bytes apart), so writing qt alone takes 5.1 ms with 64 bytes per page visit, 2.0 ms
-// with 256 and 1.4 ms sequentially; reading half rows (2048 columns) instead of whole ones
-// made the conversion 30-60% slower.
-// Measured slower or no faster: bands of 128 or 512 rows; chunks of 512-2048 columns; a second
-// chunk buffer with the previous chunk's transpose interleaved with the conversion of the
-// next; converting straight into q and transposing from there; ordinary instead of
-// non-temporal stores into qt, with or without prefetching its lines; 16 x 32 instead of
-// 8 x 32 transposed blocks. Also measured slower (printed ratio to the single cast, 3
-// repetitions, against 0.51-0.58 for this design in the same session): chunks of 512-2048
-// columns walked column-chunk first, so that consecutive bands reuse qt's TLB entries, with
-// the kernel's input prefetch aimed 1-16 row pitches ahead (0.33-0.49), or walked band first
-// (512 columns, the prefetch 8 rows ahead: 0.50-0.55, no better); bands of 512 or 1024 rows
-// (0.36-0.51); a transposed copy of the whole chunk whose qt rows are written two at a time
-// between the next chunk's pieces (0.44-0.51).
-// The phases add rather than overlap: without the conversion, the transposes into the tile
-// buffer take 1.7 ms and the stores into qt 2.2 ms of the call above.
+// Where the time goes (docs/numerics.md section 5 has the figures and every layout measured
+// and not kept): the single scaled cast is bound by its arithmetic, and so is this pass; it
+// runs at the same ratio to the cast on an L2-resident matrix as from DRAM, and its kernels
+// alone (conversion in pieces, tile-column transposes, piece amaxes; fp8q bench's floor/
+// cases, on L1 data) already take ~1.5x the cast before q and qt are written. The layout is
+// chosen for memory: the input is read in whole rows (reading each row in runs of 512 B to
+// 4 KiB slowed the conversion alone by 15-80%), and each row of qt receives 256 bytes per
+// visit (with 64-byte runs the qt stores alone took 6 ms).
 //
 // Large outputs are written with non-temporal stores (whole 64-byte lines, no read for
 // ownership): the fused pass then moves the same bytes to and from memory as a single

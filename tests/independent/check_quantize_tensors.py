@@ -138,8 +138,9 @@ def special_or_zero(abits):
 
 
 def scale_multiply(abits, T, margin, pow2):
-    """scale = fp32(max / amax); Inf -> FLT_MAX; / 2^margin; --pow2: 2^floor(log2).
-    amax of 0, Inf or NaN gives 1 (read: the final scale is 1, margin and pow2 not applied)."""
+    """scale = fp32(max / amax); Inf -> FLT_MAX; / 2^margin; below 2^-127 -> 2^-127 (so that
+    scale_inv stays finite); --pow2: 2^floor(log2). amax of 0, Inf or NaN gives 1 (read: the
+    final scale is 1, margin and pow2 not applied)."""
     if special_or_zero(abits):
         return f32v(F32_ONE)
     s = div_f32(fmt_max(T), f32v(abits))
@@ -147,6 +148,8 @@ def scale_multiply(abits, T, margin, pow2):
         s = f32v(FLT_MAX_BITS)
     if margin:
         s = mul_f32(s, pow2v(-margin))
+    if is_zero(s) or floor_log2(s) < -127:
+        s = pow2v(-127)
     if pow2:
         s = pow2v(floor_log2(s))
     return s
@@ -1062,6 +1065,9 @@ def self_test():
     check('amax 1 e4m3fn', f32bits(scale_multiply(F32_ONE, e4m3fn, 0, False)), fbits(448.0))
     check('amax 1 e4m3', f32bits(scale_multiply(F32_ONE, e4m3, 0, False)), fbits(240.0))
     check('amax 2 margin 2', f32bits(scale_multiply(fbits(2.0), e4m3fn, 2, False)), fbits(56.0))
+    check('amax 3e38 margin 31: 2^-127', f32bits(scale_multiply(fbits(3e38), e4m3fn, 31, False)), 0x00400000)
+    check('amax 2^100 margin 35: 1.75 * 2^-127 kept', f32bits(scale_multiply(fbits(2.0 ** 100), e4m3fn, 35, False)),
+          0x00700000)
     check('amax 2 pow2', f32bits(scale_multiply(fbits(2.0), e4m3fn, 0, True)), fbits(128.0))
     check('amax 2^-140', f32bits(scale_multiply(fbits(2.0 ** -140), e4m3fn, 0, False)), FLT_MAX_BITS)
     check('amax 0', f32bits(scale_multiply(0, e4m3fn, 3, True)), F32_ONE)

@@ -82,17 +82,21 @@ TEST_P(CastTransposeOnIsa, EqualsConvertTransposeAndAmax) {
   for (const Format* from : {&kF32, &kBF16, &kF16})
     for (auto [rows, cols] : shapes)
       for (Rounding r : test::kAllRoundings)
-        for (bool nan : {false, true}) {
+        for (bool nan : {false, true})
+        for (const Format* to : {&kE4M3FN, &kE5M2, &kE4M3, &kE4M3FNUZ, &kE2M3, &kE2M1}) {
           const auto in = random_matrix(*from, rows * cols, rows * 7 + cols, nan);
           ConvertOptions o;
           o.rounding = r;
           o.scale = 3.0f;
           o.seed = 17;
+          o.offset = 12345;  // stochastic rounding keyed by offset + index, in both passes
+          o.nan = NanPolicy::kZero;  // e2m3 / e2m1 have no NaN
           const std::size_t n = rows * cols;
           std::vector<std::uint8_t> q(n), qt(n), want(n);
-          const float amax = cast_transpose(in, *from, rows, cols, q, qt, kE4M3FN, o, {1, GetParam()});
-          convert(in, *from, std::as_writable_bytes(std::span(want)), kE4M3FN, o, {1, GetParam()});
-          ASSERT_EQ(q, want) << from->name << " " << rows << "x" << cols << " " << rounding_name(r);
+          const float amax = cast_transpose(in, *from, rows, cols, q, qt, *to, o, {1, GetParam()});
+          convert(in, *from, std::as_writable_bytes(std::span(want)), *to, o, {1, GetParam()});
+          ASSERT_EQ(q, want) << from->name << " -> " << to->name << " " << rows << "x" << cols << " "
+                             << rounding_name(r);
           for (std::size_t i = 0; i < rows; ++i)
             for (std::size_t j = 0; j < cols; ++j) ASSERT_EQ(qt[j * rows + i], want[i * cols + j]) << i << "," << j;
           std::uint32_t m = 0;

@@ -172,6 +172,35 @@ TEST(Quantize, EveryGranularityElementAndConventionEqualsTheReference) {
     }
 }
 
+// bf16 and fp16 inputs are their exact fp32 values: quantizing them equals quantizing the
+// decoded fp32 tensor, codes and scales, for every granularity kind.
+TEST(Quantize, SixteenBitInputsEqualTheirExactFp32Values) {
+  const std::uint64_t shape[] = {6, 260};
+  const auto x = random_tensor(6 * 260, 91, true);
+  for (const Format* from : {&kBF16, &kF16}) {
+    std::vector<std::uint16_t> h(x.size());
+    std::vector<float> exact(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      h[i] = static_cast<std::uint16_t>(convert_one(bits_of(x[i]), kF32, *from, {.overflow = Overflow::kInfOrNan}).code);
+      exact[i] = decode_f32(h[i], *from);
+    }
+    for (Granularity g : {Granularity::tensor(), Granularity::row(), Granularity::block(128, 128), Granularity::mx()})
+      for (FormatId id : {FormatId::kE4M3FN, FormatId::kE5M2, FormatId::kE2M1}) {
+        QuantizeOptions o;
+        o.granularity = g;
+        o.element = id;
+        o.convert.nan = NanPolicy::kZero;  // the tensor holds NaN; e2m1 has none
+        const QuantizedTensor a = quantize(std::as_bytes(std::span(h)), *from, shape, o);
+        const QuantizedTensor b = quantize(std::as_bytes(std::span(exact)), kF32, shape, o);
+        EXPECT_EQ(a.codes, b.codes) << from->name << " " << granularity_name(g) << " " << format_of(id).name;
+        EXPECT_EQ(a.scales, b.scales) << from->name << " " << granularity_name(g);
+        ASSERT_EQ(a.scale_inv.size(), b.scale_inv.size());
+        for (std::size_t k = 0; k < a.scale_inv.size(); ++k)
+          EXPECT_EQ(bits_of(a.scale_inv[k]), bits_of(b.scale_inv[k])) << from->name << " " << granularity_name(g);
+      }
+  }
+}
+
 TEST(Quantize, MxMatchesTheBlockReferenceOfScaleRules) {
   // mx_quantize_block is the one-block reference (nearest-even, saturating).
   const auto x = random_tensor(4 * 96, 5, true);
