@@ -312,22 +312,28 @@ TEST(Dequantize, RefusesAGridScalesOrOutputThatDoNotFitTheTensor) {
 TEST(Dequantize, OneRoundingOfCodeTimesScale) {
   const auto x = random_tensor(6 * 260, 77, true);
   const std::uint64_t shape[] = {6, 260};
+  for (FormatId id : {FormatId::kE4M3FN, FormatId::kE2M1, FormatId::kE2M3, FormatId::kE3M2, FormatId::kE5M2FNUZ})
   for (Granularity g : {Granularity::block(1, 128), Granularity::mx(), Granularity::tensor()}) {
     QuantizeOptions o;
     o.granularity = g;
+    o.element = id;
+    o.convert.nan = NanPolicy::kZero;  // the tensor holds NaN; some formats have none
+    const Format& elem = format_of(id);
     const QuantizedTensor q = quantize(std::as_bytes(std::span(x)), kF32, shape, o);
     std::vector<float> y(x.size());
     dequantize(q, std::as_writable_bytes(std::span(y)), kF32);
     for (std::size_t i = 0; i < y.size(); ++i) {
       const std::size_t b = q.grid.scale_index(i / 260, i % 260);
-      const double v = decode_f64(q.codes[i], kE4M3FN);
+      // e2m1: two codes per byte, element 2k in the low nibble
+      const std::uint8_t code = q.packed() ? (q.codes[i / 2] >> (4 * (i % 2))) & 0xF : q.codes[i];
+      const double v = decode_f64(code, elem);
       const double s = g.kind == GranularityKind::kMx ? (q.scales[b] == 0xFF ? NAN : std::ldexp(1.0, q.scales[b] - 127))
                                                       : static_cast<double>(q.scale_inv[b]);
       const float want = static_cast<float>(v * s);  // exact product in double, one rounding
       if (std::isnan(want)) {
         ASSERT_TRUE(std::isnan(y[i])) << i;
       } else {
-        ASSERT_EQ(bits_of(y[i]), bits_of(want)) << granularity_name(g) << " element " << i;
+        ASSERT_EQ(bits_of(y[i]), bits_of(want)) << elem.name << " " << granularity_name(g) << " element " << i;
       }
     }
     std::vector<std::uint16_t> bf(x.size());
