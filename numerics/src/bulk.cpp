@@ -157,7 +157,7 @@ float convert_with_amax(std::span<const std::byte> in, const Format& from, std::
                         const Format& to, const ConvertOptions& o, const BulkOptions& bulk) {
   if (!(from == kF32 || from == kBF16 || from == kF16))
     throw std::invalid_argument("convert_with_amax takes f32, bf16 or f16, not " + std::string(from.name));
-  const auto [n, ib, ob, isa] = check_call(in, from, out, to, bulk);
+  [[maybe_unused]] const auto [n, ib, ob, isa] = check_call(in, from, out, to, bulk);
   const detail::MaxAbsKernels& m = detail::max_abs_kernels(isa);
   // the largest |x| pattern of elements [begin, end) (bits32 for fp32, bits16 otherwise)
   auto amax_of = [&](std::size_t begin, std::size_t end) -> std::uint32_t {
@@ -181,8 +181,9 @@ float convert_with_amax(std::span<const std::byte> in, const Format& from, std::
       detail::merge_max(amax, local);
     });
   } else {
-    convert(in, from, out, to, o, bulk);
-    parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) { detail::merge_max(amax, amax_of(begin, end)); });
+    convert(in, from, out, to, o, bulk);  // no SIMD kernel: the amax in a second pass
+    parallel_pinned(n, bulk.threads,
+                    [&](std::size_t begin, std::size_t end) { detail::merge_max(amax, amax_of(begin, end)); });
   }
   return detail::amax_value(amax.load(), from);
 }

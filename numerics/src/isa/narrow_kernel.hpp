@@ -547,7 +547,8 @@ struct NarrowKernel {
           if constexpr (R == fp8q::Rounding::kUp || R == fp8q::Rounding::kDown || R == fp8q::Rounding::kOdd) {
             // a product flushed to +/-0 from a nonzero x stays nonzero: +/-2^-149 (the exact
             // value rounds away from 0 in these modes; in the others it gives 0 either way)
-            const V lost = Ops::andnot(Ops::eq(Ops::band(u[j], k.c7fffffff), k.zero), Ops::eq(Ops::band(x, k.c7fffffff), k.zero));
+            const V lost = Ops::andnot(Ops::eq(Ops::band(u[j], k.c7fffffff), k.zero),
+                                       Ops::eq(Ops::band(x, k.c7fffffff), k.zero));
             x = Ops::select(lost, Ops::bor(Ops::band(u[j], k.c80000000), k.one), x);
           }
           if constexpr (R == fp8q::Rounding::kNearestEven) {

@@ -18,7 +18,8 @@ CurrentScaling::Result CurrentScaling::quantize(std::span<const float> x, Tensor
   if (f.bits() > 8 || !f.is_signed || f.specials == Specials::kExponentOnly)
     throw std::invalid_argument(std::string("current scaling: the ") +
                                 (role == TensorRole::kGradient ? "gradient" : "forward") +
-                                " format must be a signed element format of at most 8 bits, got " + std::string(f.name));
+                                " format must be a signed element format of at most 8 bits, got " +
+                                std::string(f.name));
   Result r;
   r.amax = amax(x, threads);
   r.scale = scale_from_amax(r.amax, f, options);
