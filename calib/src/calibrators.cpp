@@ -14,6 +14,18 @@ namespace {
 constexpr std::array<std::pair<std::string_view, Method>, 4> kMethods = {{
     {"max", Method::kMax}, {"percentile", Method::kPercentile}, {"mse", Method::kMse}, {"entropy", Method::kEntropy},
 }};
+
+// r = p / 100 * N. p is written in decimal and is rarely exact in binary (99.9 is
+// 99.900000000000005684...), so the product lands a few ulps off the integer rank the user
+// means (999.0000000000001 for N = 1000), and ceil(r) would take the next sample. A rank
+// within 2^-40 (relative) of an integer is taken as that integer: far below any rank
+// difference a real p can make, far above the rounding error of the two operations.
+double percentile_rank(double p, std::uint64_t n) {
+  const double r = p / 100.0 * static_cast<double>(n);
+  const double nearest = std::nearbyint(r);
+  return std::fabs(r - nearest) <= std::ldexp(std::max(1.0, r), -40) ? nearest : r;
+}
+
 }  // namespace
 
 std::optional<Method> parse_method(std::string_view name) {
@@ -37,7 +49,7 @@ float percentile_amax(const HistogramObserver& h, double p) {
   if (n == 0) return 0.0f;
   if (p == 100.0) return h.amax();
   ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
-  const double r = p / 100.0 * static_cast<double>(n);  // rank in (0, N)
+  const double r = percentile_rank(p, n);
   const std::vector<float> tail = h.tail();
   const auto t = static_cast<double>(tail.size());
   if (r > static_cast<double>(n) - t) {

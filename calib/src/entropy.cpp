@@ -114,8 +114,11 @@ float entropy_amax(const HistogramObserver& h, const Format& target, const AmaxS
   // A threshold that clips most samples is degenerate: P and Q both collapse onto the last bin
   // and KL -> 0. Thresholds must keep at least half of the samples below them (edge i keeps the
   // bins below i), as TensorRT's search starts at 128 of its 2048 bins for the same reason.
+  // half = the smallest edge index whose bins [0, half) hold at least half of the samples
+  const auto& counts = h.counts();
   int half = 1;
-  for (std::uint64_t kept = h.counts()[0]; 2 * kept < h.count(); kept += h.counts()[static_cast<std::size_t>(half)]) ++half;
+  for (std::uint64_t kept = counts[0]; 2 * kept < h.count() && static_cast<std::size_t>(half) < counts.size(); ++half)
+    kept += counts[static_cast<std::size_t>(half)];
   const int first = std::max({1, half, h.bin_of_value(std::ldexp(static_cast<double>(amax), -20))});
   const int stride = (top - first + 2047) / 2048;
   float best = amax;

@@ -120,6 +120,11 @@ void HistogramObserver::add_tail(std::uint32_t a) {
 
 // ---- merge --------------------------------------------------------------------------------------
 void HistogramObserver::merge(const HistogramObserver& o) {
+  if (&o == this) {  // the loops below would read what they write (and the tail as it grows)
+    const HistogramObserver copy = o;
+    merge(copy);
+    return;
+  }
   if (o.log2_bins_ != log2_bins_ || o.tail_capacity_ != tail_capacity_)
     throw std::invalid_argument("HistogramObserver::merge: bins " + std::to_string(bins()) + " / tail " +
                                 std::to_string(tail_capacity_) + " vs bins " + std::to_string(o.bins()) +

@@ -80,6 +80,35 @@ TEST(Entropy, ChoosesTheSmallestDivergence) {
   }
 }
 
+// The chosen threshold keeps at least half of the samples below it, also when the mass sits in
+// the lowest bins (where a search that skipped bin 1 ran past the end of the counts).
+TEST(Entropy, KeepsAtLeastHalfOfTheSamples) {
+  const std::vector<std::vector<float>> cases = {
+      {1.0f + 0x1p-7f, 1.0f + 0x1p-6f + 0x1p-7f, 1.5f},
+      [] {
+        std::vector<float> v(100, 0x1p-31f * 1.02f);
+        v.push_back(1.0f);
+        return v;
+      }(),
+      [] {
+        std::vector<float> v(1000, 1e-20f);
+        for (int i = 0; i < 999; ++i) v.push_back(1.0f + static_cast<float>(i) / 999.0f);
+        return v;
+      }(),
+      testing::student_t(20000, 2.0, 1.0, 55),
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c)
+    for (const Format* f : {&kE4M3FN, &kE5M2, &kE2M1}) {
+      HistogramObserver h;
+      h.observe(cases[c]);
+      const float t = entropy_amax(h, *f);
+      std::size_t kept = 0;
+      for (float v : cases[c]) kept += std::fabs(v) < t ? 1 : 0;
+      EXPECT_TRUE(t == h.amax() || 2 * kept >= cases[c].size())
+          << "case " << c << " " << f->name << ": threshold " << t << " keeps " << kept << " of " << cases[c].size();
+    }
+}
+
 TEST(Entropy, UniformDataKeepsTheMax) {
   // every cell's density is flat, so Q == P up to sampling noise without clipping, and any
   // clipping costs more

@@ -155,6 +155,18 @@ TEST(Histogram, MergeOfAnySplitEqualsTheWhole) {
   }
 }
 
+TEST(Histogram, MergeWithItselfEqualsObservingTwice) {
+  for (std::size_t n : {std::size_t{5}, std::size_t{300}, std::size_t{5000}}) {  // tail not full; full
+    const auto x = mixed(n, 7);
+    HistogramObserver self, twice;
+    self.observe(x);
+    twice.observe(x);
+    twice.observe(x);
+    self.merge(self);
+    EXPECT_EQ(self, twice) << n << " samples";
+  }
+}
+
 TEST(Histogram, MergeOfDifferentRangesIsExact) {
   // one half far smaller than the other: the smaller range grows before the counts add
   const auto small = testing::uniform(3000, -1e-3f, 1e-3f, 5);

@@ -42,11 +42,14 @@ TEST(Percentile, SharesABinWithTheSampleOfThatRankOrIsIt) {
     HistogramObserver h({bins, 256, std::nullopt});
     h.observe(x);
     const auto a = sorted_abs(x);
-    for (double p : {1.0, 25.0, 50.0, 75.0, 99.0, 99.9, 99.99, 99.999}) {
-      const double r = p / 100 * static_cast<double>(a.size());
-      const float truth = a[static_cast<std::size_t>(std::ceil(r)) - 1];
+    // p in thousandths of a percent, so that the rank ceil(p / 100 * N) is computed exactly, in
+    // integers (the decimal p the user means, not its nearest double)
+    for (std::uint64_t p1000 : {1000u, 25000u, 50000u, 75000u, 99000u, 99900u, 99990u, 99999u}) {
+      const double p = static_cast<double>(p1000) / 1000;
+      const std::uint64_t rank = (p1000 * a.size() + 99999) / 100000;
+      const float truth = a[rank - 1];
       const float got = percentile_amax(h, p);
-      if (r > static_cast<double>(a.size() - 256)) {
+      if (rank > a.size() - 256) {
         EXPECT_EQ(got, truth) << bins << " bins, p " << p;
       } else {
         const int bin = h.bin_of(truth);
@@ -55,6 +58,27 @@ TEST(Percentile, SharesABinWithTheSampleOfThatRankOrIsIt) {
       }
     }
   }
+}
+
+// 99.9 is not exact in binary: p / 100 * N lands a few ulps above the integer rank (999 for
+// N = 1000), which must not move the result to the next sample.
+TEST(Percentile, DecimalPercentilesOnExactIntegerRanks) {
+  for (std::size_t tail : {std::size_t{256}, std::size_t{0}})  // in the exact tail; from the bins
+    for (std::size_t n : {std::size_t{1000}, std::size_t{10000}, std::size_t{100000}}) {
+      std::vector<float> x(n, 1.0f);
+      x[n / 2] = 2.0f;  // one sample above: rank n, everything up to rank n - 1 is 1.0
+      HistogramObserver h({2048, tail, std::nullopt});
+      h.observe(x);
+      const double p = 100.0 * static_cast<double>(n - 1) / static_cast<double>(n);  // 99.9, 99.99, 99.999
+      const float got = percentile_amax(h, p);
+      if (tail > 0) {
+        EXPECT_EQ(got, 1.0f) << "n " << n << " tail " << tail;
+      } else {  // a value in the bin of 1.0 (the bin path interpolates inside it)
+        EXPECT_GE(got, h.bin_edge(h.bin_of(1.0f))) << "n " << n;
+        EXPECT_LE(got, h.bin_edge(h.bin_of(1.0f) + 1)) << "n " << n;
+      }
+      EXPECT_EQ(percentile_amax(h, 100.0), 2.0f);
+    }
 }
 
 TEST(Percentile, ZerosAndEmptyAndBadArguments) {
