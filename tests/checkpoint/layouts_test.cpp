@@ -375,5 +375,43 @@ TEST(Pipeline, VerifyFindsATamperedTensor) {
   EXPECT_NE(v.problems[0].find("bytes differ"), std::string::npos) << v.problems[0];
 }
 
+// A quantized weight whose codes or scales were destroyed is a problem too, not only a figure.
+TEST(Pipeline, VerifyFindsDestroyedCodesAndScales) {
+  ScratchDir dir;
+  testing::write_model_file(dir / "m.safetensors", testing::small_model());
+  QuantizeCheckpointOptions o;
+  o.layout = "hf-fp8";
+  quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
+  const auto path = dir / "out" / "model.safetensors";
+  const std::string original = testing::read_raw(path);
+  const Header h = parse_header(std::as_bytes(std::span(original)), "out");
+  auto range = [&](const std::string& name) {
+    for (const TensorInfo& t : h.tensors)
+      if (t.name == name) return std::pair<std::size_t, std::size_t>(h.data_start + t.begin, h.data_start + t.end);
+    ADD_FAILURE() << name << " not in the output";
+    return std::pair<std::size_t, std::size_t>(0, 0);
+  };
+  struct Damage {
+    std::string tensor, damaged, says;
+    char fill;
+  };
+  const Damage damages[] = {
+      {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.weight", "0.00 dB", 0},
+      {"model.layers.0.mlp.down_proj.weight", "model.layers.0.mlp.down_proj.weight_scale_inv", "dB SQNR", 0x7F},
+  };
+  for (const Damage& d : damages) {
+    std::string bytes = original;
+    const auto [b, e] = range(d.damaged);
+    std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(b), bytes.begin() + static_cast<std::ptrdiff_t>(e), d.fill);
+    testing::write_raw(path, bytes);
+    const auto v = verify_checkpoint(dir / "out", dir / "m.safetensors");
+    ASSERT_EQ(v.problems.size(), 1u) << d.damaged;
+    EXPECT_NE(v.problems[0].find(d.tensor), std::string::npos) << v.problems[0];
+    EXPECT_NE(v.problems[0].find(d.says), std::string::npos) << v.problems[0];
+  }
+  testing::write_raw(path, original);
+  EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "m.safetensors").problems.empty());
+}
+
 }  // namespace
 }  // namespace fp8q::checkpoint

@@ -1,5 +1,6 @@
 // verify_checkpoint(): OUT_DIR dequantized and compared with IN (pipeline.hpp).
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -9,6 +10,11 @@
 
 namespace fp8q::checkpoint {
 using detail::quote;
+
+// A quantized weight measured below this SQNR does not encode IN's values: every layout keeps
+// FP8 elements (25-35 dB on real weights, ~31 dB on the example model), an all-zero or garbled
+// code section measures ~0 dB, a wrong scale far below 0; non-finite values measure NaN or -Inf.
+constexpr double kMinSqnrDb = 10.0;
 
 VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::filesystem::path& in, int threads) {
   const auto start = std::chrono::steady_clock::now();
@@ -49,6 +55,14 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
       try {
         const DequantView v = layout->read_back(module, info.shape, lookup, lo);
         rep.stats = measure_error(src.bytes(t), info.dtype, v, threads);
+        const double sqnr = rep.stats.sqnr_db();
+        if (rep.stats.count > 0 && !(sqnr >= kMinSqnrDb)) {  // NaN too
+          char db[32];
+          std::snprintf(db, sizeof db, "%.2f", sqnr);
+          r.problems.push_back("tensor " + quote(info.name) + ": dequantized, it measures " + db +
+                               " dB SQNR against the input (below " + std::to_string(static_cast<int>(kMinSqnrDb)) +
+                               " dB: its codes or scales do not encode the input's values)");
+        }
       } catch (const FormatError& e) {
         r.problems.push_back(std::string(e.what()));
       } catch (const std::invalid_argument& e) {
