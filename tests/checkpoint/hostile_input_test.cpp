@@ -110,6 +110,32 @@ std::vector<Hostile> cases() {
                  std::ofstream(in / "config.json") << "{\"a\": ";
                },
                "config.json"});
+  c.push_back({"config_nested_100000_deep",  // ~200 KB: every recursive walk of it overflowed the stack
+               [](const std::filesystem::path& in) {
+                 model_dir_with(in, valid_file_bytes());
+                 std::ofstream(in / "config.json") << "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+               },
+               "nested 100001 deep (at most 64"});
+  c.push_back({"config_nested_65_deep_in_a_string_free_way",
+               [](const std::filesystem::path& in) {
+                 model_dir_with(in, valid_file_bytes());
+                 // brackets inside strings do not count: 64 levels of objects plus one array
+                 std::string j;
+                 for (int i = 0; i < 64; ++i) j += "{\"k[{\": ";
+                 j += "[1]";
+                 for (int i = 0; i < 64; ++i) j += "}";
+                 std::ofstream(in / "config.json") << j;
+               },
+               "nested 65 deep"});
+  {
+    Hostile h{"name_too_long_for_ignore_patterns",  // std::regex recursed once per byte of it
+              file(image_with_data("{\"" + std::string(50000, 'a') +
+                                       ".weight\": {\"dtype\": \"BF16\", \"shape\": [2, 2], \"data_offsets\": [0, 8]}}",
+                                   8)),
+              "bytes: too long to match --ignore patterns against (at most 4096)"};
+    h.options.ignore = {".*lm_head"};
+    c.push_back(h);
+  }
   for (auto& h : c) h.options.layout = "hf-fp8";
   return c;
 }

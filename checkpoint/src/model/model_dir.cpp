@@ -1,4 +1,5 @@
 // Model::open(): a .safetensors file or a Hugging Face model directory, every part validated.
+#include <algorithm>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -50,9 +51,37 @@ void check_inside(const fs::path& dir, const fs::path& file, const std::string& 
                       ", outside the model directory " + d.string());
 }
 
+// How deeply arrays and objects nest in a JSON text (brackets inside strings do not count).
+// Real model configs nest a few levels; a hostile one nested 100000 deep would exhaust the
+// stack of every recursive walk of the parsed document (parse, copy, dump, destruction), and
+// its pretty-printed copy grows with the square of the depth.
+constexpr int kMaxConfigDepth = 64;
+
+int json_depth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 void check_config(const std::string& text, const fs::path& path) {
   if (auto bad = detail::first_invalid_utf8(text))
     throw FormatError(path.string() + ": not valid UTF-8 at byte " + std::to_string(*bad));
+  if (const int depth = json_depth(text); depth > kMaxConfigDepth)
+    throw FormatError(path.string() + ": arrays and objects nested " + std::to_string(depth) + " deep (at most " +
+                      std::to_string(kMaxConfigDepth) + " in a model config)");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -2,8 +2,10 @@
 #include <regex>
 
 #include "fp8q/checkpoint/pipeline.hpp"
+#include "safetensors/text.hpp"
 
 namespace fp8q::checkpoint {
+using detail::quote;
 namespace {
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
@@ -13,6 +15,10 @@ std::string_view leaf(std::string_view module) {
   const auto dot = module.rfind('.');
   return dot == std::string_view::npos ? module : module.substr(dot + 1);
 }
+
+// std::regex matches by recursion, one frame per character a pattern like ".*x" walks: a
+// hostile name of 50000 bytes overflowed the stack. Real tensor names are under 200 bytes.
+constexpr std::size_t kMaxMatchedName = 4096;
 
 }  // namespace
 
@@ -28,6 +34,10 @@ std::optional<std::string> keep_reason(const TensorInfo& t, const std::vector<st
   if (last == "lm_head") return "lm_head";
   if (contains(last, "norm") || last.starts_with("ln_") || last == "ln") return "norm";
   if (last == "gate" || contains(last, "router") || last == "shared_expert_gate") return "router/gate";
+  if (!ignore.empty() && t.name.size() > kMaxMatchedName)
+    throw PipelineError("tensor " + quote(t.name.substr(0, 64)) + "... has a name of " + std::to_string(t.name.size()) +
+                        " bytes: too long to match --ignore patterns against (at most " +
+                        std::to_string(kMaxMatchedName) + ")");
   for (const auto& pattern : ignore)
     if (std::regex_search(t.name, std::regex(pattern, std::regex::ECMAScript))) return "--ignore " + pattern;
   if (t.shape[0] == 0 || t.shape[1] == 0) return "empty";
