@@ -209,6 +209,20 @@ TEST(HostileOptions, FirstBadWeightIsReportedWhateverTheOverlap) {
     }
 }
 
+TEST(HostileOptions, OutputDirWithTrailingSeparators) {
+  ScratchDir dir;
+  testing::write_model_file(dir / "in.safetensors", testing::small_model());
+  QuantizeCheckpointOptions o;
+  o.layout = "hf-fp8";
+  const std::filesystem::path out = (dir / "out").string() + "//";  // names the directory out
+  quantize_checkpoint(dir / "in.safetensors", out, o);
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "model.safetensors"));
+  EXPECT_THROW(quantize_checkpoint(dir / "in.safetensors", out, o), PipelineError);  // exists
+  o.force = true;
+  quantize_checkpoint(dir / "in.safetensors", out, o);  // replaced, and nothing else left
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"in.safetensors", "out"}));
+}
+
 TEST(HostileOptions, ExistingOutputNeedsForceAndOverlapIsRefused) {
   ScratchDir dir;
   std::filesystem::create_directory(dir / "in");

@@ -109,9 +109,13 @@ struct Item {
 
 }  // namespace
 
-QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_dir, const QuantizeCheckpointOptions& opt,
+QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, const QuantizeCheckpointOptions& opt,
                                    const ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
+  // "out/q1/" names the directory out/q1: without the trailing separators its parent (where
+  // the staging directory goes) is out, not out/q1 itself
+  fs::path out_dir = out_arg;
+  while (!out_dir.has_filename() && out_dir.has_relative_path()) out_dir = out_dir.parent_path();
   // ---- options ----
   const Layout* layout = layout_named(opt.layout);
   if (layout == nullptr) {
