@@ -83,4 +83,21 @@ check "calibrate bad method" 2 "--method: 'median' is not one of" -- "$fp8q" cal
 check "calibrate missing file" 2 'no-such' -- "$fp8q" calibrate "$tmp/no-such.safetensors" --method max --format e4m3fn
 check "calibrate not safetensors" 2 'x.f32' -- "$fp8q" calibrate "$tmp/x.f32" --method max --format e4m3fn
 
+# quantize-tensors / dequantize-tensors write safetensors through a symbolic link (the link stays
+# a link) and refuse a FIFO (renaming the finished file onto it would replace it).
+check "quantize-tensors" 0 '' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/q.safetensors" --scheme row
+ln -s "$tmp/q-target.safetensors" "$tmp/q-link"
+check "quantize-tensors through a symlink" 0 '' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/q-link" --scheme row
+expect "quantize-tensors: the link is still a link" test -L "$tmp/q-link"
+expect "quantize-tensors: its target got the file" cmp -s "$tmp/q-target.safetensors" "$tmp/q.safetensors"
+ln -s "$tmp/d-target.safetensors" "$tmp/d-link"
+check "dequantize-tensors through a symlink" 0 '' -- "$fp8q" dequantize-tensors "$tmp/q.safetensors" "$tmp/d-link"
+expect "dequantize-tensors: the link is still a link" test -L "$tmp/d-link"
+expect "dequantize-tensors: its target got the file" test -s "$tmp/d-target.safetensors"
+mkfifo "$tmp/q-fifo"
+check "quantize-tensors to a FIFO" 2 'not a regular file' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/q-fifo" --scheme row
+expect "quantize-tensors: the FIFO is still a FIFO" test -p "$tmp/q-fifo"
+check "dequantize-tensors to a FIFO" 2 'not a regular file' -- "$fp8q" dequantize-tensors "$tmp/q.safetensors" "$tmp/q-fifo"
+expect "dequantize-tensors: the FIFO is still a FIFO" test -p "$tmp/q-fifo"
+
 report

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 
+#include "fp8q/checkpoint/safetensors.hpp"
 #include "verbs.hpp"
 
 namespace fp8q::cli {
@@ -72,12 +74,11 @@ void write_all_atomically(const std::string& path, const std::vector<std::byte>&
     ::close(fd);
     return;
   }
-  fs::path target(path);
-  for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {  // the link's target, even if absent
-    if (hops == 40) throw UsageError("output '" + path + "': too many levels of symbolic links");
-    const fs::path next = fs::read_symlink(target, ec);
-    if (ec) throw UsageError("cannot read the link '" + target.string() + "': " + ec.message());
-    target = next.is_absolute() ? next : target.parent_path() / next;
+  fs::path target;
+  try {
+    target = fp8q::checkpoint::link_target(path);  // the link's target, even if absent
+  } catch (const std::system_error& e) {
+    throw UsageError(std::string("output: ") + e.what());
   }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string tmpl = (dir / ("." + target.filename().string() + ".fp8q-tmp-XXXXXX")).string();

@@ -84,6 +84,18 @@ struct Writer::State {
   }
 };
 
+std::filesystem::path link_target(const std::filesystem::path& path) {
+  std::filesystem::path target = path;
+  std::error_code ec;
+  for (int hops = 0; std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec)); ++hops) {
+    if (hops == 40) throw_os(ELOOP, path.string() + ": too many levels of symbolic links");
+    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec) throw_os(ec.value(), "reading the link " + target.string());
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  return target;
+}
+
 Writer::Writer(std::filesystem::path path, std::vector<TensorSpec> tensors,
                std::map<std::string, std::string> metadata)
     : state_(std::make_unique<State>()) {
@@ -94,10 +106,14 @@ Writer::Writer(std::filesystem::path path, std::vector<TensorSpec> tensors,
     s.ends.push_back(s.expected);
   }
   s.tensors = std::move(tensors);
-  s.path = std::move(path);
-  if (!s.path.has_filename()) throw_os(EISDIR, "writing " + s.path.string() + ": the path names no file");
+  if (!path.has_filename()) throw_os(EISDIR, "writing " + path.string() + ": the path names no file");
+  s.path = link_target(path);
   std::error_code ec;
-  if (std::filesystem::is_directory(s.path, ec)) throw_os(EISDIR, "writing " + s.path.string());
+  const std::filesystem::file_status st = std::filesystem::status(s.path, ec);
+  if (std::filesystem::is_directory(st)) throw_os(EISDIR, "writing " + s.path.string());
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw_os(EINVAL, "writing " + s.path.string() +
+                         ": not a regular file (a FIFO, device or socket), which the finished file would replace");
 
   // The temporary: ".<name>.tmp.<pid>.<64 random bits>" beside the destination, created with
   // O_EXCL so that it is never someone else's file.

@@ -140,6 +140,11 @@ class Reader {
 };
 
 // ---- writer -----------------------------------------------------------------------------------
+// The file a write to `path` replaces: `path` itself or, where it is a symbolic link (or a
+// chain of them), the file the last link names, present or not, so that the link stays a
+// link. Throws std::system_error naming the link it cannot read, or after 40 links (a loop).
+std::filesystem::path link_target(const std::filesystem::path& path);
+
 // Streaming writer: every tensor is declared up front (the header comes first in the file),
 // then the data is written in the declared order, in as many write() calls per tensor as the
 // caller likes (a call may also span tensors: the data is one byte stream). The file is built
@@ -149,9 +154,11 @@ class Reader {
 // rename is atomic with respect to other processes, not to a power cut.
 class Writer {
  public:
-  // Throws what serialize_header() throws; std::system_error naming `path` when it is an
-  // existing directory, the temporary file cannot be created, or the file system has no
-  // room for it (its whole size is reserved with fallocate here: ENOSPC before any data).
+  // `path` may be a symbolic link: the file it names is written (link_target()). Throws what
+  // serialize_header() throws; std::system_error naming `path` when it is an existing
+  // directory or anything else that is not a regular file (a FIFO, a device: the finished file
+  // would replace it), the temporary file cannot be created, or the file system has no room
+  // for it (its whole size is reserved with fallocate here: ENOSPC before any data).
   Writer(std::filesystem::path path, std::vector<TensorSpec> tensors,
          std::map<std::string, std::string> metadata = {});
   Writer(Writer&& other) noexcept;
