@@ -133,9 +133,15 @@ void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format
     unpack_fp4(q.codes, unpacked);
     codes = unpacked;
   }
-  std::array<float, 256> value{};  // decode is exact (Inf kept); bytes beyond the format: NaN
-  for (std::uint32_t c = 0; c < 256; ++c)
-    value[c] = c >> elem.bits() != 0 ? float_of(0x7FC00000u) : decode_f32(c, elem);
+  // a byte with bits above a 6-bit format's code is not a code of it (e2m1's nibbles always are)
+  if (elem.bits() < 8)
+    for (std::size_t i = 0; i < codes.size(); ++i)
+      if (codes[i] >> elem.bits() != 0)
+        throw std::invalid_argument("dequantize: element " + std::to_string(i) + ": byte " +
+                                    std::to_string(codes[i]) + " is not a " + std::string(elem.name) + " code (" +
+                                    std::to_string(elem.bits()) + "-bit codes, high bits must be 0)");
+  std::array<float, 256> value{};  // decode is exact (Inf kept)
+  for (std::uint32_t c = 0; c < (1u << elem.bits()); ++c) value[c] = decode_f32(c, elem);
   std::array<float, 256> pow2{};  // E8M0 code -> 2^(code - 127); 0xFF is NaN
   for (int c = 0; c < 255; ++c) pow2[static_cast<std::size_t>(c)] = exp2i(c - 127);
   pow2[255] = float_of(0x7FC00000u);

@@ -304,6 +304,11 @@ TEST(Dequantize, RefusesAGridScalesOrOutputThatDoNotFitTheTensor) {
   q = good;
   q.shape = {8, 32};  // same element count, another matrix
   refused(q, "grid");
+  // a byte that is no e2m3 code (6-bit codes): named, not decoded as NaN
+  o.element = FormatId::kE2M3;
+  QuantizedTensor six = quantize(std::as_bytes(std::span(x)), kF32, shape, o);
+  six.codes[77] = 0xFF;
+  refused(six, "element 77: byte 255 is not a e2m3 code");
   std::vector<float> short_y(x.size() - 1);
   EXPECT_THROW(dequantize(good, std::as_writable_bytes(std::span(short_y)), kF32), std::invalid_argument);
   EXPECT_NO_THROW(dequantize(good, std::as_writable_bytes(std::span(y)), kF32));

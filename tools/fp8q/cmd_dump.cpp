@@ -35,8 +35,10 @@ void run(const DumpArgs& a) {
     if (f.bits() < 64 && (code >> f.bits()) != 0)
       throw UsageError("element " + std::to_string(i) + " of '" + a.file + "' is not a " + std::string(f.name) +
                        " code (" + std::to_string(f.bits()) + " bits)");
-    // %.17g of the exact fp64 value: every format here is exact in fp64.
-    std::printf("%10zu  0x%0*llX  %.17g\n", i, hex_digits, static_cast<unsigned long long>(code), decode_f64(code, f));
+    // every format's values are fp64 values, and every fp64 value is a decimal fraction of at
+    // most 767 significant digits: %.800g prints it exactly (glibc's printf is exact), and %g
+    // drops the trailing zeros, so 448 stays "448" and 2^-127 prints in full
+    std::printf("%10zu  0x%0*llX  %.800g\n", i, hex_digits, static_cast<unsigned long long>(code), decode_f64(code, f));
   }
 }
 

@@ -84,8 +84,9 @@ void print_report(const std::vector<ck::TensorReport>& tensors, const ck::Summar
                   shape_text(t.shape).c_str(), t.stats.sqnr_db(), t.stats.max_abs_error, t.stats.relative_error(),
                   t.stats.fraction_saturated());
     } else {
-      std::printf("%-56s %-6s %-16s kept (%s)\n", name.c_str(), std::string(ck::dtype_name(t.dtype)).c_str(),
-                  shape_text(t.shape).c_str(), t.reason.c_str());
+      const bool why = !t.reason.empty() && t.reason != "kept";  // verify's reports say only "kept"
+      std::printf("%-56s %-6s %-16s kept%s%s%s\n", name.c_str(), std::string(ck::dtype_name(t.dtype)).c_str(),
+                  shape_text(t.shape).c_str(), why ? " (" : "", why ? t.reason.c_str() : "", why ? ")" : "");
     }
   }
   std::printf("\n%zu tensors: %zu quantized, %zu kept; %s -> %s (%.2fx smaller) in %.2f s\n", sum.tensors, sum.quantized,

@@ -52,7 +52,9 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
                          const QuantizeOptions& options);
 
 // Writes the tensor back as fp32, bf16 or fp16 (`to`): each value is fp32(decode(q) * s) for its
-// block's multiplier s, then rounded to `to` nearest-even (overflow to Inf).
+// block's multiplier s, then rounded to `to` nearest-even (overflow to Inf). Throws
+// std::invalid_argument when the grid is not the one of the shape and granularity, the codes
+// or scales do not fit it, or a byte is not a code of a 6-bit element format (naming it).
 void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format& to, int threads = 1);
 
 // fp4 packing along the last axis: two codes per byte, the even element in the low nibble.
