@@ -99,5 +99,11 @@ check "quantize-tensors to a FIFO" 2 'not a regular file' -- "$fp8q" quantize-te
 expect "quantize-tensors: the FIFO is still a FIFO" test -p "$tmp/q-fifo"
 check "dequantize-tensors to a FIFO" 2 'not a regular file' -- "$fp8q" dequantize-tensors "$tmp/q.safetensors" "$tmp/q-fifo"
 expect "dequantize-tensors: the FIFO is still a FIFO" test -p "$tmp/q-fifo"
+check "quantize-tensors onto its input" 2 'is the input file' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/act.safetensors" --scheme row
+ln -s "$tmp/q.safetensors" "$tmp/q-alias"
+check "dequantize-tensors onto its input through a link" 2 'is the input file' -- "$fp8q" dequantize-tensors "$tmp/q.safetensors" "$tmp/q-alias"
+expect "the input is unchanged" cmp -s "$tmp/q.safetensors" "$tmp/q-target.safetensors"
+check "dequantize-tensors of a file fp8q did not write" 2 "has no 'fp8q.scheme'" -- "$fp8q" dequantize-tensors "$tmp/act.safetensors" "$tmp/d2.safetensors"
+expect "nothing written" test ! -e "$tmp/d2.safetensors"
 
 report
