@@ -3,8 +3,8 @@
 # (or $FP8Q_ASAN_BUILD_DIR) with -fsanitize=address,undefined, builds the test programs named
 # in $FP8Q_ASAN_TESTS (default: every parser and every module test but the exhaustive ones),
 # and runs each. Any sanitizer report fails the run (-fno-sanitize-recover=all; ASan aborts on
-# its first error anyway). scripts/test.sh runs the default set's parser and quant part (what
-# reads untrusted files, and the code it calls) with FP8Q_ASAN_TESTS set, to fit CI's time.
+# its first error anyway). It runs apart from scripts/test.sh (CI), which it would not fit; set
+# FP8Q_ASAN_TESTS to run a part, e.g. the parsers and the quant tests.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FP8Q_ASAN_BUILD_DIR:-$root/build-asan}"
