@@ -25,6 +25,7 @@ TEST(ConvertExamples, E4m3fnAroundMaxFinite) {
   // 448 = 0b0'1111'110; the unbounded grid continues with 480 (the NaN code's place).
   EXPECT_EQ(encode_f32(448, kE4M3FN, kSat), 0b0'1111'110u);
   EXPECT_EQ(encode_f32(464, kE4M3FN, kInf), 0b0'1111'110u);  // tie 448|480 -> even 448
+  EXPECT_EQ(encode_f32(464, kE4M3FN, kSat), 0b0'1111'110u);  // either policy
   EXPECT_EQ(encode_f32(465, kE4M3FN, kInf), 0b0'1111'111u);  // rounds to 480: overflow -> NaN
   EXPECT_EQ(encode_f32(465, kE4M3FN, kSat), 0b0'1111'110u);  // saturates to 448
   EXPECT_EQ(encode_f32(-465, kE4M3FN, kInf), 0b1'1111'111u);  // NaN keeps the sign
@@ -80,6 +81,7 @@ TEST(ConvertExamples, SubnormalsAreKept) {
 TEST(ConvertExamples, FnuzHasNoNegativeZero) {
   EXPECT_EQ(encode_f32(-0.0f, kE4M3FNUZ, kSat), 0x00u);
   EXPECT_EQ(encode_f32(-1e-9f, kE4M3FNUZ, kSat), 0x00u);
+  EXPECT_EQ(encode_f32(-std::ldexp(1.0f, -12), kE4M3FNUZ, kSat), 0x00u);  // the worked example's row
   EXPECT_EQ(encode_f32(kNaN, kE4M3FNUZ, kSat), 0x80u);
   EXPECT_EQ(encode_f32(-kNaN, kE5M2FNUZ, kSat), 0x80u);
   EXPECT_EQ(encode_f32(-kInfF, kE4M3FNUZ, kInf), 0x80u);
