@@ -17,7 +17,7 @@
 // and not kept): the single scaled cast is bound by its arithmetic, and so is this pass; it
 // runs at the same ratio to the cast on an L2-resident matrix as from DRAM, and its kernels
 // alone (conversion in pieces, tile-column transposes, piece amaxes; fp8q bench's floor/
-// cases, on L1 data) already take ~1.5x the cast before q and qt are written. The layout is
+// cases, on L1 data) already take 1.3-1.5x the cast before q and qt are written. The layout is
 // chosen for memory: the input is read in whole rows (reading each row in runs of 512 B to
 // 4 KiB slowed the conversion alone by 15-80%), and each row of qt receives 256 bytes per
 // visit (with 64-byte runs the qt stores alone took 6 ms).
