@@ -63,6 +63,9 @@ check "dump" 0 '' -- "$fp8q" dump --format e4m3fn "$tmp/x.e4"
 expect "dump shows 448" grep -q '0x7E  448' "$tmp/out"
 check "dump with a huge count" 0 '' -- "$fp8q" dump --format e4m3fn --first 1 --count 18446744073709551615 "$tmp/x.e4"
 expect "dump prints elements 1..3" test "$(wc -l < "$tmp/out")" -eq 3
+printf '\000' > "$tmp/e8m0-zero"
+check "dump e8m0 code 0" 0 '' -- "$fp8q" dump --format e8m0 "$tmp/e8m0-zero"
+expect "dump prints 2^-127 exactly" grep -q '0x00  5.8774717541114375398436826861112283890933277838604376075437585313920862972736358642578125e-39$' "$tmp/out"
 check "bench no match" 2 'no benchmark case matches' -- "$fp8q" bench --filter '^nothing$'
 check "bench bad regex" 2 'not a regular expression' -- "$fp8q" bench --filter '('
 
