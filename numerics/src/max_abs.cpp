@@ -17,42 +17,46 @@ namespace {
 
 // Largest sign-cleared pattern; with the sign bit cleared every pattern is a non-negative
 // signed integer, so SSE2's signed 16-bit max (and, for fp32, a signed compare) orders them.
-std::uint16_t bits16_base(const void* in, std::size_t n) {
-  std::size_t i = 0;
-  std::uint16_t m = 0;
 #if defined(__SSE2__)
-  const auto* p = static_cast<const unsigned char*>(in);
-  const __m128i mask = _mm_set1_epi16(0x7FFF);
-  __m128i vm = _mm_setzero_si128();
-  for (; i + 8 <= n; i += 8)
-    vm = _mm_max_epi16(vm, _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)), mask));
-  alignas(16) std::uint16_t lanes[8];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
-  m = max_abs_tail<std::uint16_t>(lanes, 0, 8, 0);
-#endif
-  return max_abs_tail<std::uint16_t>(in, i, n, m);
-}
-
-std::uint32_t bits32_base(const void* in, std::size_t n) {
-  std::size_t i = 0;
-  std::uint32_t m = 0;
-#if defined(__SSE2__)
-  const auto* p = static_cast<const unsigned char*>(in);
-  const __m128i mask = _mm_set1_epi32(0x7FFFFFFF);
-  __m128i vm = _mm_setzero_si128();
-  for (; i + 4 <= n; i += 4) {
-    const __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * i)), mask);
-    const __m128i gt = _mm_cmpgt_epi32(v, vm);
-    vm = _mm_or_si128(_mm_and_si128(gt, v), _mm_andnot_si128(gt, vm));
+struct Sse2Lanes16 {
+  using T = std::uint16_t;
+  static __m128i mask() { return _mm_set1_epi16(0x7FFF); }
+  static __m128i max(__m128i a, __m128i b) { return _mm_max_epi16(a, b); }
+};
+struct Sse2Lanes32 {  // SSE2 has no 32-bit max: a compare and a select
+  using T = std::uint32_t;
+  static __m128i mask() { return _mm_set1_epi32(0x7FFFFFFF); }
+  static __m128i max(__m128i a, __m128i b) {
+    const __m128i gt = _mm_cmpgt_epi32(b, a);
+    return _mm_or_si128(_mm_and_si128(gt, b), _mm_andnot_si128(gt, a));
   }
-  alignas(16) std::uint32_t lanes[4];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
-  m = max_abs_tail<std::uint32_t>(lanes, 0, 4, 0);
+};
 #endif
-  return max_abs_tail<std::uint32_t>(in, i, n, m);
+
+// One 16-byte vector at a time, its lanes reduced by the scalar step, then the last elements.
+template <class T, class L>
+T bits_base(const void* in, std::size_t n) {
+  std::size_t i = 0;
+  T m = 0;
+#if defined(__SSE2__)
+  constexpr std::size_t kLanes = 16 / sizeof(T);
+  const auto* p = static_cast<const unsigned char*>(in);
+  const __m128i mask = L::mask();
+  __m128i vm = _mm_setzero_si128();
+  for (; i + kLanes <= n; i += kLanes)
+    vm = L::max(vm, _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + sizeof(T) * i)), mask));
+  alignas(16) T lanes[kLanes];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), vm);
+  m = max_abs_tail<T>(lanes, 0, kLanes, 0);
+#endif
+  return max_abs_tail<T>(in, i, n, m);
 }
 
-constexpr MaxAbsKernels kBase{&bits16_base, &bits32_base};
+#if defined(__SSE2__)
+constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, Sse2Lanes16>, &bits_base<std::uint32_t, Sse2Lanes32>};
+#else
+constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, void>, &bits_base<std::uint32_t, void>};
+#endif
 
 }  // namespace
 

@@ -360,12 +360,17 @@ TEST(Pipeline, IgnoreRegexAndBareFileInput) {
   EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "m.safetensors").problems.empty());
 }
 
-TEST(Pipeline, VerifyFindsATamperedTensor) {
-  ScratchDir dir;
+// dir/m.safetensors = the small model, quantized with `layout` into dir/out.
+void quantize_small_model(const ScratchDir& dir, const std::string& layout) {
   testing::write_model_file(dir / "m.safetensors", testing::small_model());
   QuantizeCheckpointOptions o;
-  o.layout = "ct-fp8";
+  o.layout = layout;
   quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
+}
+
+TEST(Pipeline, VerifyFindsATamperedTensor) {
+  ScratchDir dir;
+  quantize_small_model(dir, "ct-fp8");
   // Flip one byte of the data section of the output's last tensor (lm_head, kept).
   std::string bytes = testing::read_raw(dir / "out" / "model.safetensors");
   bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 0x40);
@@ -378,10 +383,7 @@ TEST(Pipeline, VerifyFindsATamperedTensor) {
 // A quantized weight whose codes or scales were destroyed is a problem too, not only a figure.
 TEST(Pipeline, VerifyFindsDestroyedCodesAndScales) {
   ScratchDir dir;
-  testing::write_model_file(dir / "m.safetensors", testing::small_model());
-  QuantizeCheckpointOptions o;
-  o.layout = "hf-fp8";
-  quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
+  quantize_small_model(dir, "hf-fp8");
   const auto path = dir / "out" / "model.safetensors";
   const std::string original = testing::read_raw(path);
   const Header h = parse_header(std::as_bytes(std::span(original)), "out");
