@@ -10,7 +10,8 @@
 // (calibration); briefly:
 //
 //  max         A = the largest finite |x| observed (exact).
-//  percentile  A = the p-th percentile of |x|: rank r = p/100 * N. If r falls among the exact
+//  percentile  A = the p-th percentile of |x|: rank r = p/100 * N (an r within 2^-40 of an
+//              integer taken as that integer: a decimal p is rarely exact). If r falls among the exact
 //              tail values (r > N - tail size), A = the sample of rank ceil(r) (exact);
 //              otherwise the bin j holding rank r is found from the cumulative counts C_j (exact
 //              zeros first, at 0) and A = lo_j + (hi_j - lo_j) (r - C_j) / n_j: linear
