@@ -20,7 +20,9 @@
 // cases, on L1 data) already take 1.3-1.5x the cast before q and qt are written. The layout is
 // chosen for memory: the input is read in whole rows (reading each row in runs of 512 B to
 // 4 KiB slowed the conversion alone by 15-80%), and each row of qt receives 256 bytes per
-// visit (with 64-byte runs the qt stores alone took 6 ms).
+// visit (with 64-byte runs the qt stores alone took 6 ms). Transposing 8 x 32 codes straight
+// from the conversion's registers measured no cheaper: the transposes alone add ~0.3x of the
+// cast, and reading 8 rows side by side slows the conversion further (docs/numerics.md).
 //
 // Large outputs are written with non-temporal stores (whole 64-byte lines, no read for
 // ownership): the fused pass then moves the same bytes to and from memory as a single
