@@ -64,7 +64,9 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
                           const Format& to, const BlockGrid& grid, std::span<const float> scales,
                           const ConvertOptions& options, const BulkOptions& bulk) {
   if (grid.block_rows == 0 || grid.block_cols == 0) throw std::invalid_argument("block dimensions must be >= 1");
-  check_common(in, from, grid.rows * grid.cols, out, to, options, bulk);
+  const auto ib = static_cast<std::size_t>(from.storage_bytes());
+  check_common(in, from, detail::matrix_elements(grid.rows, grid.cols, ib, "convert_block_scaled"), out, to, options,
+               bulk);
   if (scales.size() != grid.grid_size())
     throw std::invalid_argument(std::to_string(scales.size()) + " scales given; a " + std::to_string(grid.rows) +
                                 " x " + std::to_string(grid.cols) + " matrix in blocks of " +
@@ -73,7 +75,6 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
   const Isa isa = chosen_isa(bulk);
   const bool simd = detail::narrow_supported(from, to);
   const detail::NarrowFn fn = simd ? detail::narrow_kernel(isa, detail::source_of(from), options.rounding) : nullptr;
-  const auto ib = static_cast<std::size_t>(from.storage_bytes());
   const std::size_t cols = grid.cols, gc = grid.grid_cols();
 
   // One block's stretch of one row, [c0, c1): the kernel with this block's scale, or the
@@ -90,7 +91,9 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
       nan = fn(in.data() + i0 * ib, out.data() + i0, c1 - c0, i0, params) && o.nan == NanPolicy::kError;
     } else {
       for (std::size_t i = i0; i < i0 + (c1 - c0); ++i) {
-        const Converted c = convert_one(load_code(in.data() + i * ib, ib), from, to, o, i);
+        const std::uint64_t code = load_code(in.data() + i * ib, ib);
+        if (from.bits() < 8 && code >> from.bits() != 0) detail::throw_invalid_code(i, code, from);  // fp6 / fp4
+        const Converted c = convert_one(code, from, to, o, i);
         out[i] = static_cast<std::uint8_t>(c.code);
         nan = nan || (c.nan_unrepresentable && o.nan == NanPolicy::kError);
       }
@@ -124,12 +127,18 @@ void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t r
     throw std::invalid_argument("MX quantization takes f32, bf16 or f16 input, not " + std::string(from.name));
   if (!to.is_signed || !to.has_zero())
     throw std::invalid_argument("MX element format must be signed with a zero, not " + std::string(to.name));
-  check_common(in, from, rows * cols, out, to, options, bulk);
+  check_common(in, from,
+               detail::matrix_elements(rows, cols, static_cast<std::size_t>(from.storage_bytes()), "convert_mx"), out,
+               to, options, bulk);
   const std::size_t per_row = (cols + block - 1) / block;
   if (scales.size() != rows * per_row)
     throw std::invalid_argument("scale output holds " + std::to_string(scales.size()) + " codes; " +
                                 std::to_string(rows) + " rows of " + std::to_string(cols) + " in blocks of " +
                                 std::to_string(block) + " need " + std::to_string(rows * per_row));
+  for (std::size_t e = 1; e < 255; ++e)  // code() adds 1 to base[e] past the threshold
+    if (table.base[e] == 0xFF && table.threshold[e] < (1u << 23))
+      throw std::invalid_argument("MX scale table: binade " + std::to_string(e) +
+                                  " steps from code 255 past the 8-bit range");
   const Isa isa = chosen_isa(bulk);
   detail::MxParams m;
   m.table = &table;
@@ -165,7 +174,7 @@ void convert_mx(std::span<const std::byte> in, const Format& from, std::size_t r
           // contiguous too), converted by one kernel call instead of one per row
           const std::size_t i0 = r0 * cols, n = (r1 - r0) * cols;
           const std::size_t done = fn(in.data() + i0 * ib, out.data() + i0, scales.data() + r0 * per_row, n, i0, params, m);
-          for (std::size_t i = done; i < n; i += block)  // none today: the kernels take every whole block
+          for (std::size_t i = done; i < n; i += block)  // AVX-512 works in groups of 64: an odd last block
             scalar_block(i0 + i, i0 + i + block, scales[r0 * per_row + i / block]);
           return;
         }

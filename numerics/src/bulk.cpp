@@ -20,14 +20,9 @@ using detail::Source;
 using detail::narrow_kernel;
 using detail::parallel_pinned;
 using detail::source_of;
+using detail::throw_invalid_code;
 
 void store_le(std::byte* p, std::uint64_t v, int bytes) { std::memcpy(p, &v, static_cast<std::size_t>(bytes)); }
-
-[[noreturn]] void throw_invalid_code(std::size_t index, std::uint64_t byte, const Format& from) {
-  throw std::invalid_argument("element " + std::to_string(index) + ": byte " + std::to_string(byte) + " is not a " +
-                              std::string(from.name) + " code (" + std::to_string(from.bits()) +
-                              "-bit codes, high bits must be 0)");
-}
 
 std::string nan_message(std::size_t index, const Format& to) {
   return "element " + std::to_string(index) + ": NaN has no encoding in " + std::string(to.name) +

@@ -328,10 +328,7 @@ float cast_transpose(std::span<const std::byte> in, const Format& from, std::siz
     throw std::invalid_argument("cast_transpose takes f32, bf16 or f16, not " + std::string(from.name));
   if (to.bits() > 8) throw std::invalid_argument("target " + std::string(to.name) + " is wider than one byte");
   const std::size_t ib = static_cast<std::size_t>(from.storage_bytes());
-  if (cols != 0 && rows > SIZE_MAX / ib / cols)
-    throw std::invalid_argument("cast_transpose: a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                                " matrix is too large to address");
-  const std::size_t n = rows * cols;
+  const std::size_t n = detail::matrix_elements(rows, cols, ib, "cast_transpose");
   if (in.size() != n * ib || q.size() != n || qt.size() != n)
     throw std::invalid_argument("cast_transpose: a " + std::to_string(rows) + " x " + std::to_string(cols) +
                                 " matrix needs " + std::to_string(n * ib) + " input bytes and " + std::to_string(n) +

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "fp8q/numerics/isa.hpp"
 #include "fp8q/numerics/parallel.hpp"
@@ -33,6 +35,23 @@ inline std::uint64_t load_code(const std::byte* p, std::size_t bytes) {
   std::uint64_t v = 0;
   std::memcpy(&v, p, bytes);
   return v;
+}
+
+// rows x cols elements of `bytes` bytes each, checked: throws std::invalid_argument (naming
+// `what`) when the matrix's byte count does not fit in size_t.
+inline std::size_t matrix_elements(std::size_t rows, std::size_t cols, std::size_t bytes, const char* what) {
+  if (cols != 0 && rows > SIZE_MAX / bytes / cols)
+    throw std::invalid_argument(std::string(what) + ": a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                " matrix is too large to address");
+  return rows * cols;
+}
+
+// A byte of a narrow source format (fp6 / fp4: one code per byte, in the low bits) whose high
+// bits are set is not a code of that format.
+[[noreturn]] inline void throw_invalid_code(std::size_t index, std::uint64_t byte, const Format& from) {
+  throw std::invalid_argument("element " + std::to_string(index) + ": byte " + std::to_string(byte) + " is not a " +
+                              std::string(from.name) + " code (" + std::to_string(from.bits()) +
+                              "-bit codes, high bits must be 0)");
 }
 
 inline Source source_of(const Format& f) {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "format_types.hpp"
@@ -298,6 +300,101 @@ TEST(BlockScaled, SizesAreChecked) {
                std::invalid_argument);
   EXPECT_THROW(convert_mx(std::as_bytes(std::span(x)), kF32, 2, 5, 32, out, scales, kE4M3FN, Pow2ScaleTable{}),
                std::invalid_argument);  // two rows need two scales
+}
+
+TEST(BlockScaled, MatricesTooLargeToAddressAreRefused) {
+  // 2^33 x 2^31 elements: the element count wraps to 0 in 64 bits, so empty spans would match
+  const std::size_t rows = std::size_t{1} << 33, cols = std::size_t{1} << 31;
+  std::vector<float> none;
+  try {
+    convert_block_scaled({}, kF32, {}, kE4M3FN, {rows, cols, rows, cols}, none);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("convert_block_scaled: a 8589934592 x 2147483648 matrix is too large"),
+              std::string::npos) << e.what();
+  }
+  try {
+    convert_mx({}, kF32, rows, cols, 1, {}, {}, kE4M3FN, Pow2ScaleTable{});
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("convert_mx: a 8589934592 x 2147483648 matrix is too large"),
+              std::string::npos) << e.what();
+  }
+}
+
+// fp6 / fp4 sources hold one code per byte, in the low bits: a byte with a high bit set is
+// refused, naming the element, as convert() does (the scalar branch masked it away).
+TEST_P(BlockScaledOnIsa, NarrowSourceBytesWithHighBitsAreRefused) {
+  const std::vector<std::uint8_t> codes = {0x01, 0x1F, 0x02, 0x03};  // 0x1F is not an e2m1 code
+  std::vector<std::uint8_t> out(4, 0xAA);
+  const std::vector<float> scales(1, 1.0f);
+  try {
+    convert_block_scaled(std::as_bytes(std::span(codes)), kE2M1, out, kE4M3FN, {1, 4, 1, 4}, scales, {}, {1, GetParam()});
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("element 1: byte 31 is not a e2m1 code"), std::string::npos) << e.what();
+  }
+  const std::vector<std::uint8_t> valid = {0x01, 0x0F, 0x02, 0x03};
+  convert_block_scaled(std::as_bytes(std::span(valid)), kE2M1, out, kE4M3FN, {1, 4, 1, 4}, scales, {}, {1, GetParam()});
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(out[i], convert_one(valid[i], kE2M1, kE4M3FN, {}).code) << i;
+}
+
+// A table whose top binade steps to code 0xFF: a block whose amax lands there has the NaN
+// scale, and every element is the target's NaN (0 where it has none), on every path; the bf16
+// kernel takes its codes eight blocks at a time where the table is affine in the exponent,
+// which this table is everywhere, so that shortcut must see the 0xFF too.
+TEST_P(BlockScaledOnIsa, MxScaleCode255FromAFiniteAmaxIsTheNanScale) {
+  Pow2ScaleTable table;
+  for (int e = 1; e < 255; ++e) {
+    table.base[e] = static_cast<std::uint8_t>(e);
+    table.threshold[e] = 0x400000;  // code e + 1 from mantissa 1.5 on
+  }
+  // 16 blocks (the kernel's group of eight, twice); block 3 has amax 1.5 * 2^127 (code 255),
+  // block 12 amax 1.25 * 2^127 (code 254); the rest small values
+  std::vector<std::uint16_t> x(16 * 32);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::uint16_t>(0x3F80 + (i * 7) % 128);
+  x[3 * 32 + 5] = 0x7F40;
+  x[12 * 32 + 9] = 0xFF20;
+  const auto in = std::as_bytes(std::span(x));
+  for (FormatId id : kNarrowFormats) {
+    const Format& to = format_of(id);
+    if (!to.is_signed) continue;
+    for (std::size_t cols : {std::size_t{32 * 16}, std::size_t{32 * 8}}) {
+      std::vector<std::uint8_t> got(x.size()), got_scales(16);
+      convert_mx(in, kBF16, x.size() / cols, cols, 32, got, got_scales, to, table, {}, {1, GetParam()});
+      for (std::size_t b = 0; b < 16; ++b) {
+        std::uint32_t amax = 0;
+        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) amax = std::max(amax, (std::uint32_t{x[i]} << 16) & 0x7FFFFFFFu);
+        const std::uint8_t code = table.code(amax);
+        ASSERT_EQ(got_scales[b], code) << to.name << " block " << b;
+        EXPECT_EQ(code == 0xFF, b == 3) << "block " << b;
+        const ConvertOptions o{.scale = std::ldexp(1.0f, 127 - code)};
+        for (std::size_t i = 32 * b; i < 32 * b + 32; ++i) {
+          const std::uint64_t want = code != 0xFF ? convert_one(x[i], kBF16, to, o, i).code
+                                     : to.has_nan() ? to.canonical_nan()
+                                                    : 0;
+          ASSERT_EQ(got[i], want) << to.name << " element " << i << " scale code " << int{code};
+        }
+      }
+    }
+  }
+}
+
+// base 255 plus a step would be code 256: such a table is refused, naming the binade.
+TEST(BlockScaled, MxTableSteppingPast255IsRefused) {
+  Pow2ScaleTable table;
+  table.base[200] = 0xFF;
+  table.threshold[200] = 5;
+  std::vector<float> x(32, 1.0f);
+  std::vector<std::uint8_t> out(32), scales(1);
+  try {
+    convert_mx(std::as_bytes(std::span(x)), kF32, 1, 32, 32, out, scales, kE4M3FN, table);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("binade 200 steps from code 255"), std::string::npos) << e.what();
+  }
+  table.threshold[200] = 1u << 23;  // 255 without a step is the NaN scale: accepted
+  EXPECT_NO_THROW(convert_mx(std::as_bytes(std::span(x)), kF32, 1, 32, 32, out, scales, kE4M3FN, table));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryIsa, BlockScaledOnIsa, test::every_isa(), test::isa_test_name);

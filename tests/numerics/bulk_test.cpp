@@ -1,12 +1,10 @@
 // numerics/bulk.hpp: every fast path equals the scalar reference (convert_one) bit for bit,
 // on every instruction set this CPU runs (the others are skipped, saying so); the bits do
-// not depend on the thread count, the split of the array, or the caller's FP environment.
+// not depend on the thread count or the split of the array (the caller's FP environment:
+// fp_env_test.cpp).
 #include "fp8q/numerics/bulk.hpp"
 
 #include <gtest/gtest.h>
-#if defined(__x86_64__)
-#include <xmmintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "format_types.hpp"
+#include "fp8q/numerics/block_scaled.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "on_isa.hpp"
 
@@ -150,6 +149,41 @@ TEST_P(BulkOnIsa, AllBf16InputsWithPowerOfTwoScalesEqualScalar) {
   }
 }
 
+// A descriptor with more fraction bits than any named format (m = 6: the 16-bit bf16 kernel
+// takes m <= 4 only) converts like the scalar reference on every path, all 2^16 bf16 inputs,
+// in the modes and scales that reach each kernel, and through MX.
+TEST_P(BulkOnIsa, CustomFormatWithSixFractionBitsEqualsScalar) {
+  static constexpr Format kE1M6{"e1m6", 1, 6, 1, true, Specials::kFinite};
+  const auto v = all_16bit_codes();
+  const auto in = std::as_bytes(std::span(v));
+  for (Rounding r : {Rounding::kNearestEven, Rounding::kTowardZero})
+    for (float scale : {1.0f, 4.0f, 1.7f}) {
+      const ConvertOptions o{.rounding = r, .nan = NanPolicy::kZero, .scale = scale};
+      std::vector<std::byte> got(v.size());
+      convert(in, kBF16, got, kE1M6, o, {1, GetParam()});
+      const auto want = reference(in, kBF16, kE1M6, o);
+      const std::size_t at = first_difference(got, want);
+      ASSERT_EQ(at, got.size()) << "bf16 -> e1m6 " << rounding_name(r) << " scale " << scale << ": element " << at
+                                << " (0x" << std::hex << v[at] << ") differs";
+    }
+  Pow2ScaleTable table;  // code = E - 1 (emax of e1m6 is 1), clamped to 0 .. 254
+  for (int e = 1; e < 255; ++e) {
+    table.base[e] = static_cast<std::uint8_t>(std::clamp(e - 1, 0, 254));
+    table.threshold[e] = 1u << 23;
+  }
+  std::vector<std::uint8_t> got(65536), scales(65536 / 32);  // the first 2^16 codes: every pattern once
+  convert_mx(in.first(2 * 65536), kBF16, 256, 256, 32, got, scales, kE1M6, table, {}, {1, GetParam()});
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    std::uint32_t amax = 0;
+    for (std::size_t j = i / 32 * 32; j < i / 32 * 32 + 32; ++j) amax = std::max(amax, (std::uint32_t{v[j]} << 16) & 0x7FFFFFFFu);
+    const std::uint8_t code = table.code(amax);
+    ASSERT_EQ(scales[i / 32], code) << "block " << i / 32;
+    const std::uint64_t want =
+        code == 0xFF ? 0 : convert_one(v[i], kBF16, kE1M6, {.scale = std::ldexp(1.0f, 127 - code)}, i).code;
+    ASSERT_EQ(got[i], want) << "MX bf16 0x" << std::hex << v[i] << " -> e1m6";
+  }
+}
+
 // Outputs of 1 MiB and more, split between threads: misaligned input and output starts
 // (unaligned vector stores), a length that leaves a scalar tail, one and two threads, a
 // power-of-two scale (the 16-bit bf16 kernel) and a target without -0.
@@ -225,25 +259,6 @@ TEST_P(BulkOnIsa, SameBitsForAnyThreadCountAndSplit) {
   }
 }
 
-#if defined(__x86_64__)  // MXCSR
-TEST_P(BulkOnIsa, CallerFpEnvironmentChangesNothing) {
-  const auto v = structured_f32(20000);
-  const auto in = std::as_bytes(std::span(v));
-  ConvertOptions o;
-  o.scale = 1.7f;
-  o.nan = NanPolicy::kZero;
-  std::vector<std::byte> plain(v.size()), odd_env(v.size());
-  convert(in, kF32, plain, kE4M3FN, o, {1, GetParam()});
-  const unsigned saved = _mm_getcsr();
-  const unsigned hostile = (saved & ~0x6000u) | 0x6000u /* toward zero */ | 0x8000u /* FTZ */ | 0x0040u /* DAZ */;
-  _mm_setcsr(hostile);
-  convert(in, kF32, odd_env, kE4M3FN, o, {2, GetParam()});
-  const unsigned after = _mm_getcsr();
-  _mm_setcsr(saved);
-  EXPECT_EQ(after, hostile) << "the caller's MXCSR must be restored";
-  EXPECT_EQ(plain, odd_env);
-}
-#endif
 
 TEST_P(BulkOnIsa, NanIntoAFormatWithoutNanNamesTheFirstIndex) {
   std::vector<float> x(100000, 1.0f);

@@ -56,6 +56,10 @@ struct NarrowBf16Kernel {
     }
   };
 
+  // Targets this kernel takes: t * 2^L fits 16 bits for m <= 4 (every named format; a custom
+  // descriptor with more fraction bits goes to the fp32 kernel).
+  static bool takes(const fp8q::detail::NarrowParams& p) { return p.man_bits <= 4; }
+
   // The largest d this kernel takes: E = 0 lanes then stay at idx 0 (see above).
   static int max_offset(const fp8q::detail::NarrowParams& p) { return 127 + p.emin - p.man_bits - 3; }
 

@@ -510,7 +510,8 @@ struct NarrowKernel {
                             std::uint64_t index0, const fp8q::detail::NarrowParams& p,
                             const fp8q::detail::MxParams& m) {
     if constexpr (kBf16MxFast<S, R>) {
-      return narrow_flavor(p, [&](auto flavor) { return run_mx_bf16<decltype(flavor)>(in, out, scales, n, p, m); });
+      if (Bf16::takes(p))
+        return narrow_flavor(p, [&](auto flavor) { return run_mx_bf16<decltype(flavor)>(in, out, scales, n, p, m); });
     }
     return run_mx_any<S, R>(in, out, scales, n, index0, p, m);
   }
@@ -601,7 +602,7 @@ struct NarrowKernel {
                   const fp8q::detail::NarrowParams& p) {
     if constexpr (kBf16Fast<S, R>) {
       const int d = pow2_offset(p);
-      if (d >= 0 && d <= Bf16::max_offset(p)) {
+      if (d >= 0 && d <= Bf16::max_offset(p) && Bf16::takes(p)) {
         const std::size_t whole = n / 32 * 32;
         const bool nan = Bf16::run(in, out, whole, d, p);
         return tail<S>(static_cast<const unsigned char*>(in), out, whole, n, index0, p) || nan;

@@ -40,10 +40,19 @@ void fill_bf16_codes(MxParams& m) {
     m.bf16_base[e] = e == 255 ? 0xFF : e == 0 ? 0 : m.table->base[e];
     m.bf16_step[e] = static_cast<std::uint8_t>(e == 0 || e == 255 ? 128 : std::min<std::uint32_t>((t + 0xFFFF) >> 16, 128));
   }
-  // the longest run of binades around e = 127 where base[e] - e and the step are constant
+  // the longest run of binades around e = 127 where base[e] - e and the step are constant and
+  // every code is a finite scale (<= 254: the kernel sends the affine codes to the element
+  // kernels without looking for the NaN scale 0xFF)
   const int c = m.bf16_base[127] - 127, step = m.bf16_step[127];
-  auto affine = [&](int e) { return m.bf16_base[e] - e == c && m.bf16_step[e] == step; };
+  auto affine = [&](int e) {
+    return m.bf16_base[e] - e == c && m.bf16_step[e] == step && m.bf16_base[e] + (step < 128 ? 1 : 0) <= 254;
+  };
   int lo = 127, hi = 127;
+  if (!affine(127)) {  // no affine run at all: an empty range
+    m.affine_lo = 1;
+    m.affine_hi = 0;
+    return;
+  }
   while (lo > 1 && affine(lo - 1)) --lo;
   while (hi < 254 && affine(hi + 1)) ++hi;
   m.affine_lo = static_cast<std::int16_t>(lo);
