@@ -31,6 +31,10 @@ constexpr std::size_t kMr = kXbMr, kNr = kXbNr;
 // (16 KiB of fp64) stays in L1 while a kMc x kKc A block (192 KiB) streams from L2; the B block
 // holds up to 2^20 fp64 values (8 MiB, L3), so A is decoded once per 512 columns.
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kBBlockValues = std::size_t{1} << 20;
+// The longest block (products summed exactly as one) this path takes: a chunk holds whole
+// blocks, so the A chunk grows with B (kMc x 4096 doubles = 3 MiB at most here; the B block
+// is kBBlockValues at most either way); longer blocks take the reference.
+constexpr std::size_t kMaxFastBlock = 4096;
 
 // Exponent bounds of the finite nonzero operands of one panel in one block.
 struct Span {
@@ -86,8 +90,11 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
   auto scale_a = [&](std::size_t m, std::size_t k) { return mx_a ? e8m0[g.a.mx_scale[m * kg + k / kMxGroup]] : 1.0; };
   auto scale_b = [&](std::size_t k, std::size_t n) { return mx_b ? e8m0[g.b.mx_scale[(k / kMxGroup) * g.n + n]] : 1.0; };
 
-  const std::size_t B = static_cast<std::size_t>(o.model.block), N = g.n, K = g.k, rows = m1 - m0;
+  const std::size_t N = g.n, K = g.k, rows = m1 - m0;
   const std::size_t seg = block_scaled(g) ? kScaleBlock : std::max<std::size_t>(K, 1);
+  // Blocks restart at each segment, so a block longer than the segment is the segment: the
+  // buffers are sized by that length, not by B (a model may name any B >= 1).
+  const std::size_t B = std::min(static_cast<std::size_t>(o.model.block), seg);
   const std::size_t kc_max = std::max<std::size_t>(1, kKc / B) * B;  // whole blocks per chunk
   const std::size_t blocks_max = kc_max / B;
   const std::size_t nc_max = std::max(kNr, kBBlockValues / kc_max / kNr * kNr);
@@ -210,6 +217,9 @@ ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o) {
   const auto block = static_cast<std::size_t>(o.model.block);
   if (mx_scaled(g) && (o.mx_dequantize_to_bf16 || kMxGroup % block != 0)) return {};
   if (!split_is_exact(g.a.format, g.b.format, block)) return {};
+  // a chunk holds whole blocks: past kMaxFastBlock products its buffers would grow with B
+  const std::size_t seg = block_scaled(g) ? kScaleBlock : std::max<std::size_t>(g.k, 1);
+  if (std::min(block, seg) > kMaxFastBlock) return {};
   const bool avx2 = pick_kernel() != exact_block_kernel_generic();
   return {.rows = &rows_impl, .isa = avx2 ? "avx2" : "generic"};
 }

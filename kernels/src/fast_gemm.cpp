@@ -166,12 +166,12 @@ std::string_view gemm_path(const GemmArgs& g, const GemmOptions& o) {
 }
 
 void gemm(const GemmArgs& g, const GemmOptions& o, std::span<float> out) {
-  detail::check_gemm(g, o, out.size());
+  detail::check_gemm(g, o, std::as_bytes(out), out.size());
   run(g, o, out.data());
 }
 
 void gemm(const GemmArgs& g, const GemmOptions& o, std::span<std::uint16_t> out_bf16) {
-  detail::check_gemm(g, o, out_bf16.size());
+  detail::check_gemm(g, o, std::as_bytes(out_bf16), out_bf16.size());
   std::vector<float> f(out_bf16.size());
   run(g, o, f.data());
   for (std::size_t i = 0; i < f.size(); ++i) out_bf16[i] = detail::to_bf16(f[i]);

@@ -1,9 +1,12 @@
 #include "operands.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "fp8q/numerics/convert.hpp"
 
@@ -18,6 +21,20 @@ std::size_t product(std::size_t x, std::size_t y, const char* what) {
 }
 
 std::string dims(std::size_t r, std::size_t c) { return std::to_string(r) + " x " + std::to_string(c); }
+
+// Whether two byte ranges share a byte (empty ranges share none).
+bool overlaps(std::span<const std::byte> x, std::span<const std::byte> y) {
+  if (x.empty() || y.empty()) return false;
+  const auto x0 = reinterpret_cast<std::uintptr_t>(x.data()), y0 = reinterpret_cast<std::uintptr_t>(y.data());
+  return x0 < y0 + y.size() && y0 < x0 + x.size();
+}
+
+// An fp32 value as text that reads back as the same value (9 significant digits).
+std::string float_text(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+  return buf;
+}
 
 const char* scaling_name(OperandScaling s) {
   switch (s) {
@@ -55,9 +72,11 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
     fail(n + ".scale_inv: " + std::to_string(op.scale_inv.size()) + " values, expected " + std::to_string(want) +
          " for " + scaling_name(op.scaling));
   for (std::size_t i = 0; i < op.scale_inv.size(); ++i) {
-    const float s = op.scale_inv[i];
-    if (!std::isfinite(s) || !(s > 0.0f))
-      fail(n + ".scale_inv[" + std::to_string(i) + "]: " + std::to_string(s) + " is not a finite positive multiplier");
+    // on the bits: under a caller's DAZ a subnormal would compare equal to 0
+    const std::uint32_t u = bits_of(op.scale_inv[i]);
+    if ((u >> 31) != 0 || (u & 0x7FFFFFFFu) == 0 || (u & 0x7F800000u) == 0x7F800000u)
+      fail(n + ".scale_inv[" + std::to_string(i) + "]: " + float_text(op.scale_inv[i]) +
+           " is not a finite positive multiplier");
   }
   const std::size_t mx = op.scaling == OperandScaling::kMx32 ? product(mx_rows, mx_cols, name) : 0;
   if (op.mx_scale.size() != mx)
@@ -67,7 +86,7 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
 
 }  // namespace
 
-void check_gemm(const GemmArgs& g, const GemmOptions& o, std::size_t out_size) {
+void check_gemm(const GemmArgs& g, const GemmOptions& o, std::span<const std::byte> out, std::size_t out_size) {
   validate(o.model);
   const std::size_t kb = (g.k + kScaleBlock - 1) / kScaleBlock, nb = (g.n + kScaleBlock - 1) / kScaleBlock;
   const std::size_t kg = (g.k + kMxGroup - 1) / kMxGroup;
@@ -86,6 +105,14 @@ void check_gemm(const GemmArgs& g, const GemmOptions& o, std::size_t out_size) {
   if (!g.bias.empty() && g.bias.size() != g.n)
     fail("bias: " + std::to_string(g.bias.size()) + " values, expected N = " + std::to_string(g.n));
   if (out_size != mn) fail("output: " + std::to_string(out_size) + " elements, expected " + dims(g.m, g.n));
+  const std::pair<const char*, std::span<const std::byte>> inputs[] = {
+      {"a.codes", std::as_bytes(g.a.codes)},         {"b.codes", std::as_bytes(g.b.codes)},
+      {"a.scale_inv", std::as_bytes(g.a.scale_inv)}, {"b.scale_inv", std::as_bytes(g.b.scale_inv)},
+      {"a.mx_scale", std::as_bytes(g.a.mx_scale)},   {"b.mx_scale", std::as_bytes(g.b.mx_scale)},
+      {"c", std::as_bytes(g.c)},                     {"bias", std::as_bytes(g.bias)}};
+  for (const auto& [name, bytes] : inputs)
+    if (overlaps(out, bytes))
+      fail(std::string("output overlaps ") + name + ": write the result to memory no input uses");
 }
 
 std::array<float, 256> decode_table(FormatId id) {

@@ -14,8 +14,9 @@ inline constexpr std::size_t kScaleBlock = 128;  // DeepSeek-V3 block scaling: 1
 // Throws std::invalid_argument, naming the tensor and the field or index, unless: shapes and
 // spans agree, both formats are element formats (FP8, fp6, fp4) and every code is one of
 // theirs, scale_inv values are finite and > 0, block scaling is on both operands or neither,
-// MX scales are not mixed with scale_inv, and the model is valid.
-void check_gemm(const GemmArgs& args, const GemmOptions& options, std::size_t out_size);
+// MX scales are not mixed with scale_inv, the model is valid, and the output (out_size
+// elements at `out`) shares no byte with any input (the fast paths write it before they read C).
+void check_gemm(const GemmArgs& args, const GemmOptions& options, std::span<const std::byte> out, std::size_t out_size);
 
 inline bool block_scaled(const GemmArgs& g) { return g.a.scaling == OperandScaling::kBlock128; }
 inline bool mx_scaled(const GemmArgs& g) {

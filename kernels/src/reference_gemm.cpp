@@ -81,12 +81,12 @@ void reference_all(const GemmArgs& g, const GemmOptions& o, float* out) {
 }  // namespace
 
 void gemm_reference(const GemmArgs& g, const GemmOptions& o, std::span<float> out) {
-  detail::check_gemm(g, o, out.size());
+  detail::check_gemm(g, o, std::as_bytes(out), out.size());
   reference_all(g, o, out.data());
 }
 
 void gemm_reference(const GemmArgs& g, const GemmOptions& o, std::span<std::uint16_t> out_bf16) {
-  detail::check_gemm(g, o, out_bf16.size());
+  detail::check_gemm(g, o, std::as_bytes(out_bf16), out_bf16.size());
   std::vector<float> f(out_bf16.size());
   reference_all(g, o, f.data());
   constexpr ConvertOptions kRne{.rounding = Rounding::kNearestEven, .overflow = Overflow::kInfOrNan};

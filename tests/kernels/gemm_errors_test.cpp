@@ -1,6 +1,12 @@
 // Bad shapes, sizes, codes and scales give clear errors naming the tensor and field; device
 // profiles reject what their chip cannot do and pick the documented model.
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "fp8q/kernels/gemm.hpp"
 #include "fp8q/kernels/profile.hpp"
@@ -44,7 +50,9 @@ TEST(GemmErrors, NameTheTensorAndField) {
   { Problem q = p; q.a.pop_back(); EXPECT_EQ(gemm_error(q), "gemm: a: 14 codes, expected 3 x 5"); }
   { Problem q = p; q.k = 4; EXPECT_EQ(gemm_error(q), "gemm: a: 15 codes, expected 3 x 4"); }
   { Problem q = p; q.scale_b.push_back(1); EXPECT_EQ(gemm_error(q), "gemm: b.scale_inv: 5 values, expected 4 for per-row/column scale_inv"); }
-  { Problem q = p; q.scale_b[2] = 0; EXPECT_EQ(gemm_error(q), "gemm: b.scale_inv[2]: 0.000000 is not a finite positive multiplier"); }
+  { Problem q = p; q.scale_b[2] = 0; EXPECT_EQ(gemm_error(q), "gemm: b.scale_inv[2]: 0 is not a finite positive multiplier"); }
+  { Problem q = p; q.scale_b[1] = -1e-40f;
+    EXPECT_EQ(gemm_error(q), "gemm: b.scale_inv[1]: -9.9999461e-41 is not a finite positive multiplier"); }
   { Problem q = p; q.scale_a[0] = -1; EXPECT_NE(gemm_error(q).find("a.scale_inv[0]"), std::string::npos); }
   { Problem q = p; q.c.pop_back(); EXPECT_EQ(gemm_error(q), "gemm: c: 11 values, expected 3 x 4"); }
   { Problem q = p; q.bias.push_back(0); EXPECT_EQ(gemm_error(q), "gemm: bias: 5 values, expected N = 4"); }
@@ -59,6 +67,47 @@ TEST(GemmErrors, NameTheTensorAndField) {
   { Problem q = p; q.sa = S::kMx32; q.scale_a.clear(); q.mx_a.assign(2, 127);
     EXPECT_EQ(gemm_error(q), "gemm: a.mx_scale: 2 E8M0 codes, expected 3 x 1"); }
   EXPECT_NE(gemm_error(p, {.model = M::exact_block(0)}).find("block/tile size must be >= 1"), std::string::npos);
+}
+
+// The output may share no byte with an input: the fast paths clear it before they read C, so
+// D = AB + C written over C gave AB + AB (the reference gave AB + C).
+TEST(GemmErrors, OutputOverlappingAnInputIsRefused) {
+  Problem p = small();
+  for (const bool fast : {true, false}) {
+    auto run = [&](std::span<float> out) {
+      return error_of([&] { fast ? gemm(p.args(), {}, out) : gemm_reference(p.args(), {}, out); });
+    };
+    EXPECT_EQ(run(std::span(p.c)), "gemm: output overlaps c: write the result to memory no input uses");
+    std::vector<float> wide(16);
+    p.bias.assign(4, 0.5f);
+    std::span<const float> bias_view(wide.data() + 11, 4);  // bias inside the output's last element
+    std::copy(p.bias.begin(), p.bias.end(), wide.begin() + 11);
+    GemmArgs a = p.args();
+    a.bias = bias_view;
+    const std::string e = error_of([&] {
+      fast ? gemm(a, {}, std::span(wide).first(12)) : gemm_reference(a, {}, std::span(wide).first(12));
+    });
+    EXPECT_EQ(e, "gemm: output overlaps bias: write the result to memory no input uses");
+    std::vector<float> apart(12);
+    EXPECT_EQ(run(apart), "");
+  }
+}
+
+// scale_inv is checked on its bits: a subnormal scale is a positive multiplier under the
+// caller's DAZ too (a float comparison took it for 0), and the result does not change.
+TEST(GemmErrors, SubnormalScaleAcceptedUnderTheCallersDaz) {
+  Problem p = small();
+  p.scale_a[0] = 1e-40f;
+  std::vector<float> plain(12), daz(12);
+  gemm(p.args(), {}, std::span<float>(plain));
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8040u);  // FTZ + DAZ
+  const std::string e = error_of([&] { gemm(p.args(), {}, std::span<float>(daz)); });
+  const std::string r = error_of([&] { gemm_reference(p.args(), {}, std::span<float>(daz)); });
+  _mm_setcsr(saved);
+  EXPECT_EQ(e, "");
+  EXPECT_EQ(r, "");
+  EXPECT_EQ(std::memcmp(plain.data(), daz.data(), 48), 0);
 }
 
 TEST(Profiles, NamesAndModels) {
@@ -113,8 +162,11 @@ TEST(Profiles, Trainium2DequantizesMxToBf16) {
   const GemmOptions trn2 = gemm_options(device_profile(ProfileId::kTrn2), p.args());
   gemm(p.args(), trn2, std::span<float>(d));
   EXPECT_EQ(d[0], std::numeric_limits<float>::infinity());
+  p.mx_a = {127 + 100};  // the fp32 profile keeps the products exact: 449 * 2^100, in range
   gemm(p.args(), gemm_options(device_profile(ProfileId::kFp32), p.args()), std::span<float>(d));
-  EXPECT_EQ(d[0], 449.0f * 0x1p127f);  // exact products, one rounding: 449 * 2^127 < FLT_MAX
+  EXPECT_EQ(d[0], 449.0f * 0x1p100f);
+  gemm(p.args(), trn2, std::span<float>(d));
+  EXPECT_EQ(d[0], 449.0f * 0x1p100f);  // 448 * 2^100 and 2^100 are bf16 values, exact
   p.mx_a = {0};  // 2^-127
   gemm(p.args(), trn2, std::span<float>(d));
   EXPECT_EQ(d[0], 449.0f * 0x1p-127f);  // 448 * 2^-127 and 2^-127 are bf16 subnormals, exact

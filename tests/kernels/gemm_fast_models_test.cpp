@@ -229,6 +229,22 @@ TEST(GemmFastModels, OtherArgumentsRunTheReference) {
   EXPECT_EQ(gemm_path(p.args(), trn2), "reference");
 }
 
+// A block longer than K is one block of K products: the fast path sizes its buffers by that
+// (B = 2^30 on a 1x1x1 problem threw bad_alloc), and blocks of more than 4096 products run
+// the reference.
+TEST(GemmFastModels, LongBlocksAreSizedByTheirProducts) {
+  std::mt19937_64 rng(17);
+  Problem p = random_problem(rng, 7, 9, 300, F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kPerRow, true, true, 0);
+  expect_same(p, M::exact_block(1 << 30));  // min(B, K) = 300 products
+  p = random_problem(rng, 1, 1, 1, F::kE4M3FN, F::kE4M3FN, S::kNone, S::kNone, false, false, 0);
+  expect_same(p, M::exact_block(1 << 30));
+  p = random_problem(rng, 3, 4, 5000, F::kE4M3FN, F::kE4M3FN, S::kNone, S::kNone, false, false, 0);
+  expect_same(p, M::exact_block(4096));
+  expect_same(p, M::exact_block(4097), false);
+  p = random_problem(rng, 5, 200, 1000, F::kE4M3FN, F::kE4M3FN, S::kBlock128, S::kBlock128, false, false, 0);
+  expect_same(p, M::exact_block(1 << 30));  // block scaling: 128-K segments
+}
+
 // A caller that set round-toward-zero, FTZ and DAZ gets the same bits.
 TEST(GemmFastModels, CallerFpEnvironmentDoesNotMatter) {
   std::mt19937_64 rng(16);

@@ -104,6 +104,32 @@ TEST(TrainiumGemm, Trainium2MxThroughBf16) {
     }
 }
 
+// A column sum that rounds to -0: one product -1 x 1 x 2^-254 (both MX scales 2^-127) in the
+// last partition, every other product 0. The models add the instruction's t to a PSUM that
+// starts at +0, so the result is +0; the first instruction of a tile stores fp32(+0 + t) too.
+// Trainium2's bf16 path gets there with K = 1.
+TEST(TrainiumGemm, ColumnSumRoundingToMinusZeroIsPlusZero) {
+  for (Trn3Layout layout : {Trn3Layout::k1x32, Trn3Layout::kWrapX}) {
+    Problem p{.m = 1, .n = 1, .k = 512, .fa = F::kE4M3FN, .fb = F::kE4M3FN, .sa = S::kMx32, .sb = S::kMx32};
+    p.a.assign(512, 0x00);
+    p.b.assign(512, 0x38);  // 1
+    p.a[511] = 0xB8;        // -1 at K = 511: partition 127 in both layouts
+    p.mx_a.assign(16, 127);
+    p.mx_b.assign(16, 127);
+    // the OCP blocks of K = 511's hardware group at 2^-127 on both sides (1x32: block 15;
+    // wrapx: blocks 3, 7, 11 and 15)
+    for (std::size_t j : {3u, 7u, 11u, 15u}) p.mx_a[j] = p.mx_b[j] = 0;
+    const GemmOptions o{.model = M::trainium3_mx(layout)};
+    std::vector<float> ref(1);
+    gemm_reference(p.args(), o, std::span<float>(ref));
+    EXPECT_EQ(bits_of(ref[0]), 0u) << model_name(o.model);
+    expect_tiled_equals_reference(p, o);
+  }
+  Problem p{.m = 1, .n = 1, .k = 1, .fa = F::kE4M3FN, .fb = F::kE4M3FN, .sa = S::kMx32, .sb = S::kMx32};
+  p.a = {0xB8}, p.b = {0x38}, p.mx_a = {0}, p.mx_b = {0};
+  expect_tiled_equals_reference(p, {.model = M::systolic(128), .mx_dequantize_to_bf16 = true});
+}
+
 // nc_matmul_mx, layout 1x32: the OCP blocks of 32 consecutive K are the hardware's MX groups.
 TEST(TrainiumGemm, NcMatmulMx1x32EqualsTrainium3Model) {
   std::mt19937_64 rng(14);

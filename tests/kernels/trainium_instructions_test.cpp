@@ -206,6 +206,17 @@ TEST(TrainiumNcMatmul, Errors) {
     trn::nc_matmul_mx({4, 4, std::span(psum).first(16)}, {trn3::X4Type::kFloat8E4M3fnX4, 128, 4, 4, big}, {4, scales},
                       {trn3::X4Type::kFloat8E4M3fnX4, 128, 4, 4, big}, {4, std::span(scales).first(100)});
   }, "moving_scale: 100 bytes");
+  // strides whose view size overflows: refused, not wrapped into a small size
+  const std::size_t huge = std::size_t{1} << 63;
+  expect_error([&] { trn::nc_matmul({1, 1, std::span(psum).first(1)}, {F::kE5M2, 3, 1, huge, std::span(big).first(1)},
+                                    {F::kE5M2, 3, 1, 1, big}); },
+               "stationary.partition_stride: 9223372036854775808 is too large to address");
+  const std::size_t wraps = 186330748219288401u;  // 99 x this (the last scale partition) wraps to 83
+  std::vector<std::uint8_t> x4(128 * 4, 0x38);
+  expect_error([&] {
+    trn::nc_matmul_mx({1, 1, std::span(psum).first(1)}, {trn3::X4Type::kFloat8E4M3fnX4, 128, 1, 1, x4},
+                      {wraps, std::span(scales).first(100)}, {trn3::X4Type::kFloat8E4M3fnX4, 128, 1, 1, x4}, {4, scales});
+  }, "stationary_scale.partition_stride: 186330748219288401 is too large to address");
 }
 
 }  // namespace

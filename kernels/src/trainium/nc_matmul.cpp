@@ -2,6 +2,7 @@
 // fp8q/kernels/trainium.hpp for the model and its assumptions). Every PE addition is one
 // add_round() of pe_arith: the exact sum rounded once to fp32.
 #include <array>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,6 +40,8 @@ void check_geometry(const std::string& instr, const char* name, std::size_t part
     fail(instr, n + ".free: " + std::to_string(free) + ", must be in [1, " + std::to_string(max_free) + "]");
   if (stride < free)
     fail(instr, n + ".partition_stride: " + std::to_string(stride) + " is below free " + std::to_string(free));
+  if (partitions > 1 && stride > (SIZE_MAX / unit_bytes - free) / (partitions - 1))
+    fail(instr, n + ".partition_stride: " + std::to_string(stride) + " is too large to address");
   const std::size_t want = needed(partitions, free, stride, unit_bytes);
   if (bytes < want)
     fail(instr, n + ": " + std::to_string(bytes) + " bytes, the view needs " + std::to_string(want));
@@ -117,10 +120,14 @@ std::uint8_t scale_at(const ScaleTile& s, std::size_t p, std::size_t col) {
 
 void check_scales(const std::string& instr, const char* name, const ScaleTile& s, const X4Tile& data) {
   const std::size_t last_group = (data.partitions - 1) / trn3::kBlockPartitions;
-  const std::size_t want = trn3::scale_partition(last_group) * s.partition_stride + data.free;
+  const std::size_t last = trn3::scale_partition(last_group);
   if (s.partition_stride < data.free)
     fail(instr, std::string(name) + ".partition_stride: " + std::to_string(s.partition_stride) + " is below free " +
                     std::to_string(data.free));
+  if (last > 0 && s.partition_stride > (SIZE_MAX - data.free) / last)
+    fail(instr, std::string(name) + ".partition_stride: " + std::to_string(s.partition_stride) +
+                    " is too large to address");
+  const std::size_t want = last * s.partition_stride + data.free;
   if (s.bytes.size() < want)
     fail(instr, std::string(name) + ": " + std::to_string(s.bytes.size()) + " bytes, the scales of " +
                     std::to_string(data.partitions) + " partitions need " + std::to_string(want));
@@ -144,7 +151,9 @@ void nc_matmul(const Psum& dst, const Tile& st, const Tile& mv, PerfMode mode, b
       float t = 0.0f;
       for (std::size_t i = 0; i < k; ++i) t = add_round(exact_of(t), exact_product(a[i * st.free + m], b[i * mv.free + n]));
       float& out = dst.values[m * mv.free + n];
-      out = accumulate ? add_round(exact_of(out), exact_of(t)) : t;
+      // a tile's first instruction stores fp32(+0 + t), as the models start PSUM at +0: a
+      // column sum t that rounded to -0 (MX products below 2^-150) is stored as +0
+      out = add_round(exact_of(accumulate ? out : 0.0f), exact_of(t));
     }
 }
 
@@ -183,7 +192,9 @@ void nc_matmul_mx(const Psum& dst, const X4Tile& st, const ScaleTile& st_scale, 
         }
       }
       float& out = dst.values[m * mv.free + n];
-      out = accumulate ? add_round(exact_of(out), exact_of(t)) : t;
+      // a tile's first instruction stores fp32(+0 + t), as the models start PSUM at +0: a
+      // column sum t that rounded to -0 (MX products below 2^-150) is stored as +0
+      out = add_round(exact_of(accumulate ? out : 0.0f), exact_of(t));
     }
 }
 

@@ -315,12 +315,12 @@ std::string_view trainium_instruction(const GemmArgs& g, const GemmOptions& o) {
 }
 
 void gemm_trainium(const GemmArgs& g, const GemmOptions& o, std::span<float> out) {
-  fp8q::detail::check_gemm(g, o, out.size());
+  fp8q::detail::check_gemm(g, o, std::as_bytes(out), out.size());
   tiled_all(g, o, out.data());
 }
 
 void gemm_trainium(const GemmArgs& g, const GemmOptions& o, std::span<std::uint16_t> out_bf16) {
-  fp8q::detail::check_gemm(g, o, out_bf16.size());
+  fp8q::detail::check_gemm(g, o, std::as_bytes(out_bf16), out_bf16.size());
   std::vector<float> f(out_bf16.size());
   tiled_all(g, o, f.data());
   for (std::size_t i = 0; i < f.size(); ++i) out_bf16[i] = fp8q::detail::to_bf16(f[i]);

@@ -62,14 +62,15 @@ struct GemmOptions {
 };
 
 // The scalar reference, written straight from the definition above (reference_dot per output).
-// Throws std::invalid_argument naming the tensor, field or index when the input is bad.
+// Throws std::invalid_argument naming the tensor, field or index when the input is bad, and
+// when `out` shares memory with any input (C included: D is never written over C in place).
 void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<float> out);
 void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
 
 // The fast path: equal to gemm_reference bit for bit, for every shape, thread count and ISA
 // (fp32_sequential and systolic on plain or block scaling, exact_block on plain, block or MX
-// scaling with B dividing 32, and fused without MX have vectorised kernels; other models run
-// the reference, split across threads).
+// scaling with B dividing 32 and blocks of at most 4096 products, and fused without MX have
+// vectorised kernels; other models run the reference, split across threads). The same checks.
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<float> out);
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
 

@@ -20,7 +20,8 @@
 //     then t = fp32(t + s_p) for p = 0, 1, ... (A2); Trainium3MxAssumptions selects the
 //     alternatives. Which K a slot holds (wrapx / 1x32) is the data's layout, not the
 //     instruction's: the same instruction runs both.
-//   PSUM: psum = t when the instruction starts a tile (accumulate false), otherwise
+//   PSUM: psum = fp32(+0 + t) when the instruction starts a tile (accumulate false: a column
+//     sum t that rounded to -0 is stored as +0, as the models start PSUM at +0), otherwise
 //     psum = fp32(psum + t), nearest-even.
 // Subnormal operands and results are kept; special values follow IEEE (a NaN, Inf - Inf or
 // Inf * 0 gives NaN, the canonical 0x7FC00000). No host floating-point operation takes part,

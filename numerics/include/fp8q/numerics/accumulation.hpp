@@ -39,8 +39,10 @@
 // Special values, in every model: a NaN operand, Inf * 0, or a NaN MX scale (E8M0 0xFF) make
 // the product NaN; a sum with a NaN, or with both +Inf and -Inf, is NaN; otherwise a sum with
 // an Inf is that Inf. Results that are NaN are the canonical fp32 quiet NaN 0x7FC00000.
-// An exact sum that is zero is +0 unless every term is -0 (IEEE, round to nearest), so a
-// model result is never -0. Overflow: a nearest-even fp32 rounding gives +/-Inf, a toward-zero
+// An exact sum that is zero is +0 unless every term is -0 (IEEE, round to nearest). A nonzero
+// sum that rounds to zero keeps its sign: MX-scaled products can lie below 2^-150, and a
+// model whose rounding adds a negative one to +0 returns -0 (fp32_sequential, fused); the
+// systolic and Trainium models add each column sum to a PSUM that starts at +0. Overflow: a nearest-even fp32 rounding gives +/-Inf, a toward-zero
 // rounding gives the largest finite value of the target layout (IEEE 754-2019 7.4).
 //
 // The references compute every sum exactly in integers and round with fp8q's integer
