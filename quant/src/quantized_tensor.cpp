@@ -3,6 +3,7 @@
 #include "fp8q/quant/quantized_tensor.hpp"
 
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,14 @@ void check_element(const Format& e) {
   if (e.bits() > 8 || !e.is_signed || !e.has_zero())
     throw std::invalid_argument("element format " + std::string(e.name) +
                                 " cannot hold quantized data (a signed format of at most 8 bits with a zero)");
+}
+
+// e2m1 packs two codes per byte along the last axis: the last dimension must be even.
+void check_packed_shape(const QuantizedTensor& q, const MatrixShape& m) {
+  if (q.packed() && (q.shape.empty() || m.cols % 2 != 0))
+    throw std::invalid_argument("e2m1 packs two codes per byte along the last axis, so the last dimension must be "
+                                "even; it is " +
+                                (q.shape.empty() ? std::string("absent (0-D tensor)") : std::to_string(m.cols)));
 }
 
 }  // namespace
@@ -59,10 +68,7 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
   if (data.size() % ib != 0 || data.size() / ib != n)  // not n * ib: that can wrap
     throw std::invalid_argument(std::to_string(data.size()) + " bytes do not hold the " + std::to_string(n) + " " +
                                 std::string(from.name) + " elements of the shape");
-  if (q.packed() && (shape.empty() || m.cols % 2 != 0))
-    throw std::invalid_argument("e2m1 packs two codes per byte along the last axis, so the last dimension must be "
-                                "even; it is " +
-                                (shape.empty() ? std::string("absent (0-D tensor)") : std::to_string(m.cols)));
+  check_packed_shape(q, m);
 
   std::vector<std::uint8_t> codes(n);
   if (o.granularity.kind == GranularityKind::kMx) {
@@ -98,6 +104,7 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
 
 void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format& to, int threads) {
   if (!is_source(to)) throw std::invalid_argument("dequantize writes f32, bf16 or f16, not " + std::string(to.name));
+  if (threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
   const Format& elem = format_of(q.element);
   check_element(elem);
   // the grid must be the one quantize() builds for the shape and granularity: its blocks index
@@ -112,6 +119,7 @@ void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format
                                 granularity_name(q.granularity) + " grid of the shape (" + std::to_string(want.rows) +
                                 " x " + std::to_string(want.cols) + " in blocks of " + std::to_string(want.block_rows) +
                                 " x " + std::to_string(want.block_cols) + ")");
+  check_packed_shape(q, m);
   const std::size_t n = q.numel(), ob = static_cast<std::size_t>(to.storage_bytes());
   if (out.size() % ob != 0 || out.size() / ob != n)
     throw std::invalid_argument("dequantize: output of " + std::to_string(out.size()) + " bytes for " +
@@ -126,6 +134,17 @@ void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format
   if (held != blocks && !lone)
     throw std::invalid_argument("dequantize: " + std::to_string(held) + (mx ? " E8M0 scales" : " scale_inv values") +
                                 " for " + std::to_string(blocks) + " blocks");
+  // what quantize() stores: finite multipliers > 0 (checked on the bits: a caller's DAZ must
+  // not decide it)
+  for (std::size_t b = 0; b < q.scale_inv.size(); ++b) {
+    const std::uint32_t u = bits_of(q.scale_inv[b]);
+    if ((u >> 31) != 0 || (u & 0x7FFFFFFFu) == 0 || (u & 0x7F800000u) == 0x7F800000u) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%.9g", static_cast<double>(q.scale_inv[b]));
+      throw std::invalid_argument("dequantize: scale_inv[" + std::to_string(b) + "] = " + v +
+                                  " is not a finite positive multiplier");
+    }
+  }
   std::vector<std::uint8_t> unpacked;
   std::span<const std::uint8_t> codes = q.codes;
   if (q.packed()) {

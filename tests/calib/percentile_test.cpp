@@ -67,7 +67,7 @@ TEST(Percentile, DecimalPercentilesOnExactIntegerRanks) {
     for (std::size_t n : {std::size_t{1000}, std::size_t{10000}, std::size_t{100000}}) {
       std::vector<float> x(n, 1.0f);
       x[n / 2] = 2.0f;  // one sample above: rank n, everything up to rank n - 1 is 1.0
-      HistogramObserver h({2048, tail, std::nullopt});
+      HistogramObserver h({2048, static_cast<int>(tail), std::nullopt});
       h.observe(x);
       const double p = 100.0 * static_cast<double>(n - 1) / static_cast<double>(n);  // 99.9, 99.99, 99.999
       const float got = percentile_amax(h, p);

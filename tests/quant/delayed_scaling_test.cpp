@@ -152,8 +152,16 @@ TEST(DelayedScaling, MalformedStatesAreRefusedByField) {
   bad[20] = bad[21] = bad[22] = bad[23] = 0;
   expect_error(bad, "scale");
   bad = good;
+  bad[20] = 1, bad[21] = bad[22] = bad[23] = 0;  // 2^-149: its scale_inv would be Inf
+  expect_error(bad, "scale must be in [2^-127, FLT_MAX], got bits 0x00000001");
+  bad = good;
   bad.back() = 0x80;  // the sign bit of the last history entry
   expect_error(bad, "history[1]");
+  // under power_of_two every scale update() can make is a power of two
+  auto pow2 = DelayedScaling({.history_length = 2, .power_of_two = true}).serialize();
+  EXPECT_NO_THROW(DelayedScaling::deserialize(pow2));
+  pow2[20] = 0, pow2[21] = 0, pow2[22] = 0x40, pow2[23] = 0x40;  // 3.0f
+  expect_error(pow2, "a power of two under power_of_two, got bits 0x40400000");
   EXPECT_THROW(DelayedScaling({.history_length = 0}), std::invalid_argument);
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -311,7 +312,51 @@ TEST(Dequantize, RefusesAGridScalesOrOutputThatDoNotFitTheTensor) {
   refused(six, "element 77: byte 255 is not a e2m3 code");
   std::vector<float> short_y(x.size() - 1);
   EXPECT_THROW(dequantize(good, std::as_writable_bytes(std::span(short_y)), kF32), std::invalid_argument);
+  q = good;
+  q.scale_inv[2] = -std::numeric_limits<float>::quiet_NaN();  // not a multiplier quantize() makes
+  refused(q, "scale_inv[2] = -nan is not a finite positive multiplier");
+  q = good;
+  q.scale_inv[1] = 0.0f;
+  refused(q, "scale_inv[1] = 0 is not a finite positive multiplier");
+  EXPECT_THROW(dequantize(good, std::as_writable_bytes(std::span(y)), kF32, 0), std::invalid_argument);
+  // e2m1 of an odd last dimension: the same words as quantize(), not the unpacker's
+  QuantizedTensor odd;
+  odd.element = FormatId::kE2M1;
+  odd.shape = {3};
+  odd.granularity = Granularity::tensor();
+  odd.grid = {1, 3, 1, 3};
+  odd.codes = {0x11};
+  odd.scale_inv = {1.0f};
+  std::vector<float> three(3);
+  try {
+    dequantize(odd, std::as_writable_bytes(std::span(three)), kF32);
+    ADD_FAILURE() << "an odd e2m1 tensor was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the last dimension must be even; it is 3"), std::string::npos) << e.what();
+  }
   EXPECT_NO_THROW(dequantize(good, std::as_writable_bytes(std::span(y)), kF32));
+}
+
+// A block far larger than the tensor is one block: its ceiling must not wrap around (a block
+// of 2^64 - 1 rows made a grid of 0 blocks, and quantize() and dequantize() crashed).
+TEST(Quantize, BlocksLargerThanTheTensorAreOneBlock) {
+  const auto x = random_tensor(4 * 6, 5, false);
+  const std::uint64_t shape[] = {4, 6};
+  const auto g = parse_granularity("block18446744073709551615x1");
+  ASSERT_TRUE(g.has_value());
+  QuantizeOptions o;
+  o.granularity = *g;
+  const QuantizedTensor q = quantize(std::as_bytes(std::span(x)), kF32, shape, o);
+  EXPECT_EQ(q.grid.grid_rows(), 1u);
+  EXPECT_EQ(q.grid.grid_cols(), 6u);
+  ASSERT_EQ(q.scale_inv.size(), 6u);
+  QuantizeOptions per_col;
+  per_col.granularity = Granularity::column();
+  const QuantizedTensor want = quantize(std::as_bytes(std::span(x)), kF32, shape, per_col);
+  EXPECT_EQ(q.codes, want.codes);
+  EXPECT_EQ(q.scale_inv, want.scale_inv);
+  std::vector<float> y(x.size());
+  dequantize(q, std::as_writable_bytes(std::span(y)), kF32);
 }
 
 TEST(Dequantize, OneRoundingOfCodeTimesScale) {

@@ -1,6 +1,7 @@
 #include "fp8q/quant/recipes/delayed_scaling.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,12 @@
 
 namespace fp8q {
 namespace {
+
+std::string hex32(std::uint32_t v) {
+  char b[9];
+  std::snprintf(b, sizeof b, "%08X", v);
+  return b;
+}
 
 constexpr char kMagic[8] = {'F', 'P', '8', 'Q', 'D', 'S', '0', '1'};
 constexpr std::size_t kHeader = 8 + 4 + 4 + 4 + 4;  // magic, 4 u8, margin, L, scale
@@ -96,7 +103,12 @@ DelayedScaling DelayedScaling::deserialize(std::span<const std::uint8_t> b) {
     fail("size " + std::to_string(b.size()) + " bytes, expected " + std::to_string(kHeader + 4 * std::size_t{length}));
   DelayedScaling d(c);  // checks the format
   const std::uint32_t scale_bits = get_u32(b, 20);
-  if (scale_bits == 0 || scale_bits >= 0x7F800000u) fail("scale must be finite and > 0");
+  // what update() can produce: [2^-127, FLT_MAX] (a smaller scale has an infinite scale_inv),
+  // and a power of two under power_of_two (the initial 1 or one kept across a bad amax)
+  if (scale_bits < 0x00400000u || scale_bits >= 0x7F800000u)
+    fail("scale must be in [2^-127, FLT_MAX], got bits 0x" + hex32(scale_bits));
+  if (c.power_of_two && (scale_bits & 0x7FFFFFu) != 0 && scale_bits != 0x00400000u)
+    fail("scale must be a power of two under power_of_two, got bits 0x" + hex32(scale_bits));
   d.scale_ = float_of(scale_bits);
   for (std::uint32_t i = 0; i < length; ++i) {
     const std::uint32_t h = get_u32(b, kHeader + 4 * std::size_t{i});

@@ -21,8 +21,9 @@ struct BlockGrid {
   std::size_t rows = 0, cols = 0;
   std::size_t block_rows = 1, block_cols = 1;
 
-  std::size_t grid_rows() const { return block_rows == 0 ? 0 : (rows + block_rows - 1) / block_rows; }
-  std::size_t grid_cols() const { return block_cols == 0 ? 0 : (cols + block_cols - 1) / block_cols; }
+  // ceil(rows / block_rows) without rows + block_rows - 1, which wraps for a block near 2^64
+  std::size_t grid_rows() const { return block_rows == 0 ? 0 : rows / block_rows + (rows % block_rows != 0); }
+  std::size_t grid_cols() const { return block_cols == 0 ? 0 : cols / block_cols + (cols % block_cols != 0); }
   std::size_t grid_size() const { return grid_rows() * grid_cols(); }
   std::size_t scale_index(std::size_t r, std::size_t c) const { return (r / block_rows) * grid_cols() + c / block_cols; }
 };

@@ -30,7 +30,8 @@ struct AmaxScaleOptions {
 // again FLT_MAX if infinite, and 2^-127 if below 2^-127 (a huge amax with a margin: the
 // smallest scale whose reciprocal, scale_inv, is finite); (3) with power_of_two,
 // 2^floor(log2(scale)).
-// amax of 0, +/-Inf or NaN gives scale 1 (delayed scaling keeps its previous scale instead).
+// amax of 0, +Inf or NaN (of either sign) gives scale 1 (delayed scaling keeps its previous
+// scale instead); -Inf is a negative amax.
 // A negative amax, a negative, Inf or NaN epsilon (-0 is 0) and a margin beyond kMaxMargin
 // are errors (std::invalid_argument naming the field and its value).
 float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& options = {});
@@ -41,7 +42,7 @@ float scale_from_amax(float amax, const Format& target, const AmaxScaleOptions& 
 //   s = fp32(s * 2^margin)                              nearest-even; Inf becomes FLT_MAX
 //   power_of_two: s = 2^ceil(log2(s)), at most 2^127    (never shrinks the range)
 //   s == 0 (amax / max below fp32's smallest subnormal): s = 2^-149
-// amax of 0, +/-Inf or NaN gives s = 1. Errors as for scale_from_amax.
+// amax of 0, +Inf or NaN gives s = 1. Errors as for scale_from_amax.
 float scale_inv_from_amax(float amax, const Format& target, const AmaxScaleOptions& options = {});
 
 // ---- MX: one E8M0 scale X = 2^e per block of 32 ------------------------------------------------
@@ -55,7 +56,7 @@ enum class MxScaleRule : std::uint8_t {
   kRceil,      // NVIDIA / Transformer Engine: X = the smallest power of two
                // >= fp32(amax * fp32(1 / max_elem))
   kTrainium3,  // NKI quantize_mx: e = floor(log2(amax)) - (emax_elem - 1); the block max lands
-               // in [2^(emax-1), 2^(emax+1)) and never saturates
+               // in [2^(emax-1), 2^emax) (unless e is clamped) and never saturates
 };
 // A block of zeros gives e = -127 (code 0x00); a NaN or Inf amax gives the NaN scale 0xFF.
 // floor(log2(amax)) is read exactly from the fp32 bits, never from a float log2.
