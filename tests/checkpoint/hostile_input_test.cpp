@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fp8q/checkpoint/stop.hpp"
 #include "quantize_test_util.hpp"
 
 namespace fp8q::checkpoint {
@@ -136,6 +137,32 @@ std::vector<Hostile> cases() {
     h.options.ignore = {".*lm_head"};
     c.push_back(h);
   }
+  // nlohmann's lexer took a NUL for the end of the input, and skips a byte-order mark
+  c.push_back({"header_with_nul_then_garbage",
+               file(image(std::string(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}})") + '\0' + " {{{", "a")),
+               "a NUL byte at header byte 60"});
+  c.push_back({"header_with_byte_order_mark",
+               file(image("\xEF\xBB\xBF" R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}})", "a")),
+               "byte-order mark"});
+  c.push_back({"shard_missing",
+               [](const std::filesystem::path& in) {
+                 model_dir_with(in, valid_file_bytes());
+                 std::filesystem::remove(in / "model.safetensors");
+                 nlohmann::json idx;
+                 for (const auto& t : testing::small_model()) idx["weight_map"][t.name] = "model.safetensors";
+                 std::ofstream(in / "model.safetensors.index.json") << idx.dump();
+               },
+               "shard \"model.safetensors\" (tensor \"lm_head.weight\" and 9 more) does not exist"});
+  // an input already quantized would come out with its codes read as high-precision weights
+  c.push_back({"config_already_quantized",
+               [](const std::filesystem::path& in) {
+                 model_dir_with(in, valid_file_bytes());
+                 std::ofstream(in / "config.json") << R"({"quantization_config": {"quant_method": "compressed-tensors"}})";
+               },
+               "already has a quantization_config (quant_method \"compressed-tensors\")"});
+  c.push_back({"fp8_weight",
+               file(image_with_data(R"({"l.weight": {"dtype": "F8_E4M3", "shape": [2, 2], "data_offsets": [0, 4]}})", 4)),
+               "tensor \"l.weight\" is F8_E4M3: the input is already quantized"});
   for (auto& h : c) h.options.layout = "hf-fp8";
   return c;
 }
@@ -207,6 +234,40 @@ TEST(HostileOptions, FirstBadWeightIsReportedWhateverTheOverlap) {
       }
       EXPECT_EQ(dir.entries(), before);
     }
+}
+
+// A stop request between weights: Stopped unwinds the pipeline, and neither OUT_DIR nor the
+// staging directory is left.
+TEST(HostileOptions, AStopRequestLeavesNoOutput) {
+  ScratchDir dir;
+  testing::write_model_file(dir / "in.safetensors", testing::small_model());
+  const auto before = dir.entries();
+  QuantizeCheckpointOptions o;
+  o.layout = "ct-fp8";
+  request_stop(2);
+  EXPECT_THROW(quantize_checkpoint(dir / "in.safetensors", dir / "out", o), Stopped);
+  clear_stop();
+  EXPECT_EQ(dir.entries(), before);
+  quantize_checkpoint(dir / "in.safetensors", dir / "out", o);
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "model.safetensors"));
+}
+
+// "." names an existing directory (the current one), which cannot be renamed over: refused
+// before any work.
+TEST(HostileOptions, OutputDirDotIsRefusedUpFront) {
+  ScratchDir dir;
+  testing::write_model_file(dir / "in.safetensors", testing::small_model());
+  QuantizeCheckpointOptions o;
+  o.layout = "hf-fp8";
+  o.force = true;
+  for (const char* out : {".", "..", "sub/.."}) {
+    try {
+      quantize_checkpoint(dir / "in.safetensors", dir / out, o);
+      ADD_FAILURE() << out << " accepted";
+    } catch (const PipelineError& e) {
+      EXPECT_NE(std::string(e.what()).find("give the new directory's own name"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(HostileOptions, OutputDirWithTrailingSeparators) {

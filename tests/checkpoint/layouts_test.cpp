@@ -222,8 +222,9 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
   const Json config = Json::parse(testing::read_raw(dir_ / "out" / "config.json"));
   EXPECT_EQ(config["architectures"][0], "LlamaForCausalLM");  // the input's config kept
   const Json& qc = config["quantization_config"];
-  std::vector<std::string> kept_linear = {"lm_head", "model.layers.0.mlp.gate"};
-  if (c.layout == "ct-mxfp8") kept_linear.insert(kept_linear.begin() + 1, "model.layers.0.mlp.down_proj");
+  // every kept 2-D weight, the embedding too (a name cannot tell an Embedding from a Linear)
+  std::vector<std::string> kept_linear = {"lm_head", "model.embed_tokens", "model.layers.0.mlp.gate"};
+  if (c.layout == "ct-mxfp8") kept_linear.insert(kept_linear.begin() + 2, "model.layers.0.mlp.down_proj");
   if (c.layout == "hf-fp8") {
     EXPECT_EQ(qc["quant_method"], "fp8");
     EXPECT_EQ(qc["fmt"], "e4m3");
@@ -356,7 +357,7 @@ TEST(Pipeline, IgnoreRegexAndBareFileInput) {
   for (const auto& t : r.tensors)
     if (t.name.find("o_proj") != std::string::npos) EXPECT_EQ(t.reason, "--ignore o_proj");
   const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
-  EXPECT_EQ(qc["modules_to_not_convert"].size(), 4u);
+  EXPECT_EQ(qc["modules_to_not_convert"].size(), 5u);  // lm_head, embed_tokens, gate, o_proj, down_proj
   EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "m.safetensors").problems.empty());
 }
 

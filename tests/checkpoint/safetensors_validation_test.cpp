@@ -49,7 +49,8 @@ std::vector<Case> cases() {
       {"TrailingGarbage", image("{} x"), {"header: invalid JSON"}},
       {"TwoValues", image("{}{}"), {"header: invalid JSON"}},
       {"Comment", image("/* c */{}"), {"header: invalid JSON"}},
-      {"RawControlCharInString", image(std::string("{\"a\0\":1}", 8)), {"header: invalid JSON"}},
+      {"RawControlCharInString", image(std::string("{\"a\x01\":1}", 8)), {"header: invalid JSON"}},
+      {"NulInString", image(std::string("{\"a\0\":1}", 8)), {"header: a NUL byte at header byte 3"}},
       {"LoneSurrogateEscape", image(R"({"\ud800":1})"), {"header: invalid JSON"}},
       {"NumberOverflowsDouble", image(obj(entry("w", "F32", "[1e999]", "[0,4]"))), {"f.st: "}},
       // ---- the top level ----

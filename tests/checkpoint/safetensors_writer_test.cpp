@@ -4,6 +4,7 @@
 
 #include <system_error>
 
+#include "fp8q/checkpoint/stop.hpp"
 #include "safetensors_test_util.hpp"
 
 namespace fp8q::checkpoint {
@@ -49,6 +50,27 @@ TEST(SafetensorsWriter, NotCommittedLeavesNothing) {
     Writer w(dir / "out.safetensors", kSpecs);  // nothing written at all
   }
   EXPECT_TRUE(dir.entries().empty());
+}
+
+// A stop request (a signal, in the CLI) unwinds the writer at its next write and leaves
+// nothing: the temporary file is removed and the destination never appears.
+TEST(SafetensorsWriter, AStopRequestUnwindsAndLeavesNothing) {
+  ScratchDir dir;
+  request_stop(15);
+  try {
+    Writer w(dir / "out.safetensors", kSpecs);
+    w.write(pattern_bytes(21, 1));
+    w.commit();
+    ADD_FAILURE() << "a requested stop was not honoured";
+  } catch (const Stopped& e) {
+    EXPECT_EQ(e.signal(), 15);
+  }
+  clear_stop();
+  EXPECT_TRUE(dir.entries().empty());
+  Writer w(dir / "out.safetensors", kSpecs);  // cleared: writes again
+  w.write(pattern_bytes(21, 1));
+  w.commit();
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.safetensors"});
 }
 
 TEST(SafetensorsWriter, ExistingFileIsReplacedOnlyByCommit) {

@@ -5,7 +5,7 @@
 # existing OUT_DIR needs --force; the input is never modified; --threads does not change a
 # byte. Usage: checkpoint_cli_test.sh PATH/TO/fp8q
 set -uo pipefail
-fp8q="$1"
+fp8q="$(realpath "$1")"
 py=/usr/bin/python3
 # shellcheck source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
@@ -94,6 +94,90 @@ mkdir "$tmp/other" && cp "$tmp/model/config.json" "$tmp/other/"
   "$tmp/model/model.safetensors" "$tmp/other/model.safetensors"  # lm_head (kept) differs in one bit
 check "verify against another model" 1 '' -- "$fp8q" verify "$tmp/q-hf-fp8" --against "$tmp/other"
 expect "verify names the changed tensor" grep -q 'PROBLEM: tensor "lm_head.weight"' "$tmp/out"
+
+# an output quantized again: refused (its codes would be read as high-precision weights)
+check "already quantized input" 2 'already has a quantization_config' -- "$fp8q" quantize "$tmp/q-ct-fp8" "$tmp/x" --layout hf-fp8
+# every kept 2-D weight is listed as not converted (a name cannot tell an Embedding from a Linear)
+expect "ct-fp8 ignore lists the kept 2-D weights" "$py" -c 'import json,sys; i=json.load(open(sys.argv[1]))["quantization_config"]["ignore"]; assert i == ["lm_head", "model.embed_tokens"], i' "$tmp/q-ct-fp8/config.json"
+
+# a Hugging Face hub cache snapshot: every file a link into ../../blobs
+hub="$tmp/hub/models--org--m"
+mkdir -p "$hub/blobs" "$hub/snapshots/abc"
+for f in config.json model.safetensors; do
+  cp "$tmp/model/$f" "$hub/blobs/$f.blob" && ln -s "../../blobs/$f.blob" "$hub/snapshots/abc/$f"
+done
+echo '{"tokenizer": 1}' > "$hub/blobs/tok.blob" && ln -s ../../blobs/tok.blob "$hub/snapshots/abc/tokenizer.json"
+check "hub cache snapshot" 0 '' -- "$fp8q" quantize "$hub/snapshots/abc" "$tmp/q-hub" --layout ct-fp8
+expect "hub: the linked tokenizer is copied as a file" test -f "$tmp/q-hub/tokenizer.json" -a ! -L "$tmp/q-hub/tokenizer.json"
+expect "hub: same weights as from the plain directory" cmp -s "$tmp/q-hub/model.safetensors" "$tmp/q-ct-fp8/model.safetensors"
+ln -s "$tmp/model/config.json" "$tmp/hub/elsewhere.json" && rm "$hub/snapshots/abc/config.json" && ln -s ../../../elsewhere.json "$hub/snapshots/abc/config.json"
+check "hub: a link outside the repository" 2 'outside the model directory' -- "$fp8q" quantize "$hub/snapshots/abc" "$tmp/x" --layout ct-fp8
+
+# names that are not UTF-8 in --json output, and other weights' index files
+mkdir "$tmp/m2" && cp "$tmp/model"/* "$tmp/m2/" && touch "$tmp/m2/$(printf 'tok\xff.txt')"
+echo '{"weight_map": {}}' > "$tmp/m2/pytorch_model.bin.index.json"
+check "--json with a non-UTF-8 file name" 0 '' -- "$fp8q" quantize "$tmp/m2" "$tmp/q-m2" --layout ct-fp8 --json
+expect "--json still parses" "$py" -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$tmp/out"
+expect "another format's index is not copied" test ! -e "$tmp/q-m2/pytorch_model.bin.index.json"
+check "OUT_DIR ." 2 "give the new directory's own name" -- bash -c "cd '$tmp/q-m2' && '$fp8q' quantize ../model . --layout hf-fp8 --force"
+
+# verify reads config.json and the static input scales
+"$py" - "$tmp/model/model.safetensors" "$tmp/calib.safetensors" <<'PY'
+import json, random, struct, sys
+h = json.loads(open(sys.argv[1], "rb").read()[8:8 + struct.unpack("<Q", open(sys.argv[1], "rb").read(8))[0]])
+rng = random.Random(3); header, blobs, off = {}, [], 0
+for name, t in h.items():
+    if name.endswith(".weight") and len(t["shape"]) == 2 and "embed" not in name and "lm_head" not in name:
+        b = struct.pack("<%df" % (4 * t["shape"][1]), *[rng.gauss(0, 1) for _ in range(4 * t["shape"][1])])
+        header[name[:-7] + ".input"] = {"dtype": "F32", "shape": [4, t["shape"][1]], "data_offsets": [off, off + len(b)]}
+        off += len(b); blobs.append(b)
+j = json.dumps(header).encode(); j += b" " * (-len(j) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(j)) + j + b"".join(blobs))
+PY
+check "ct-fp8 with static input scales" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-static" --layout ct-fp8 --calib-data "$tmp/calib.safetensors"
+check "verify static scales" 0 '' -- "$fp8q" verify "$tmp/q-static" --against "$tmp/model"
+"$py" - "$tmp/q-static/model.safetensors" <<'PY'
+import json, struct, sys
+d = bytearray(open(sys.argv[1], "rb").read()); n = struct.unpack("<Q", d[:8])[0]; h = json.loads(d[8:8 + n])
+a = 8 + n + h["model.layers.0.mlp.up_proj.input_scale"]["data_offsets"][0]
+d[a:a + 2] = b"\xc0\x7f"  # BF16 NaN
+open(sys.argv[1], "wb").write(d)
+PY
+check "verify a NaN input scale" 1 '' -- "$fp8q" verify "$tmp/q-static" --against "$tmp/model"
+expect "verify names the input scale" grep -q 'input_scale" is nan: an input scale must be finite and positive' "$tmp/out"
+echo '{"architectures": ["LlamaForCausalLM"]}' > "$tmp/q-static/config.json"
+check "verify without quantization_config" 1 '' -- "$fp8q" verify "$tmp/q-static" --against "$tmp/model"
+expect "verify names config.json" grep -q 'config.json has no quantization_config' "$tmp/out"
+
+# past a file-size limit the write fails and is cleaned up (SIGXFSZ would kill the process)
+check "ulimit -f" 2 'File too large' -- bash -c "ulimit -f 8; exec '$fp8q' quantize '$tmp/model' '$tmp/x' --layout ct-fp8"
+check "ulimit -f, quantize-tensors" 2 'File too large' -- bash -c "ulimit -f 8; exec '$fp8q' quantize-tensors '$tmp/model/model.safetensors' '$tmp/x.safetensors' --scheme mx"
+expect "no partial quantize-tensors output" test ! -e "$tmp/x.safetensors"
+
+# SIGTERM while the staging directory exists: exit 143, "interrupted", nothing left behind
+"$py" - "$tmp/big" <<'PY'
+import json, os, struct, sys
+d = sys.argv[1]; os.makedirs(d)
+header, off, names = {}, 0, ["model.layers.%d.mlp.up_proj.weight" % i for i in range(24)]
+for name in names:
+    header[name] = {"dtype": "BF16", "shape": [1024, 1024], "data_offsets": [off, off + 2 * 1024 * 1024]}; off += 2 * 1024 * 1024
+j = json.dumps(header).encode(); j += b" " * (-len(j) % 8)
+clear = bytes(i & 0xBF for i in range(256))  # high byte below 0x40 (or 0xC0): finite, |x| < 2
+with open(os.path.join(d, "model.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(j)) + j)
+    for _ in names:
+        b = bytearray(os.urandom(2 * 1024 * 1024)); b[1::2] = bytes(b[1::2]).translate(clear); f.write(b)
+json.dump({"architectures": ["X"]}, open(os.path.join(d, "config.json"), "w"))
+PY
+"$fp8q" quantize "$tmp/big" "$tmp/x" --layout ct-fp8 --threads 1 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 1 2000); do ls -A "$tmp" | grep -q '^\.x\.tmp\.' && break; sleep 0.005; done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+expect "SIGTERM: exit 143 (got $rc)" test "$rc" -eq 143
+expect "SIGTERM: says interrupted" grep -q 'interrupted' "$tmp/err"
+expect "SIGTERM: no output directory" test ! -e "$tmp/x"
 expect "no output or staging directory left" test ! -e "$tmp/x"
 expect "no leftovers" no_leftovers
 expect "input unchanged" test "$(cat "$tmp/model"/* | md5sum)" = "$sum_before"

@@ -24,6 +24,11 @@ namespace {
 namespace ck = fp8q::checkpoint;
 using Json = nlohmann::ordered_json;
 
+// JSON for the terminal. File and tensor names can be any bytes, and nlohmann throws on one
+// that is not UTF-8, which would fail a verb after its output was committed: such bytes are
+// printed as U+FFFD instead.
+std::string json_text(const Json& j) { return j.dump(2, ' ', false, Json::error_handler_t::replace); }
+
 std::string shape_text(const std::vector<std::uint64_t>& s) {
   std::string t = "[";
   for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -166,7 +171,7 @@ void run_quantize(const QuantizeArgs& a) {
     Json j = report_json(r.tensors, r.summary);
     j["layout"] = a.layout;
     j["output"] = a.out;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j).c_str());
   } else {
     print_report(r.tensors, r.summary);
     std::printf("wrote %s (layout %s)\n", a.out.c_str(), a.layout.c_str());
@@ -187,7 +192,7 @@ void run_verify(const VerifyArgs& a) {
     j["layout"] = r.layout;
     j["problems"] = r.problems;
     j["ok"] = r.problems.empty();
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j).c_str());
   } else {
     std::printf("layout %s\n", r.layout.c_str());
     print_report(r.tensors, r.summary);
@@ -223,10 +228,9 @@ void run_inspect(const InspectArgs& a) {
     for (const auto& s : m.shards()) files.push_back(s.path().filename().string());
     Json meta = Json::object();
     for (const auto& [k, v] : m.shards().front().metadata()) meta[k] = v;
-    std::printf("%s\n", Json{{"path", a.path}, {"files", files}, {"metadata", meta}, {"quantization_config", qc},
-                             {"tensors", list}, {"total_bytes", m.total_bytes()}}
-                            .dump(2)
-                            .c_str());
+    std::printf("%s\n", json_text(Json{{"path", a.path}, {"files", files}, {"metadata", meta}, {"quantization_config", qc},
+                                       {"tensors", list}, {"total_bytes", m.total_bytes()}})
+                           .c_str());
     return;
   }
   std::printf("%s: %zu file(s), %zu tensors, %s\n", a.path.c_str(), m.shards().size(), m.tensors().size(),
@@ -237,7 +241,7 @@ void run_inspect(const InspectArgs& a) {
     std::printf("%-64s %-8s %-22s %s\n", t.info->name.c_str(), std::string(ck::dtype_name(t.info->dtype)).c_str(),
                 shape_text(t.info->shape).c_str(),
                 m.shards().size() > 1 ? m.shards()[t.shard].path().filename().string().c_str() : "");
-  std::printf("quantization_config: %s\n", qc.is_null() ? "none" : qc.dump(2).c_str());
+  std::printf("quantization_config: %s\n", qc.is_null() ? "none" : json_text(qc).c_str());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <system_error>
 
 #include "fp8q/checkpoint/safetensors.hpp"
+#include "fp8q/checkpoint/stop.hpp"
 #include "verbs.hpp"
 
 namespace fp8q::cli {
@@ -43,7 +45,8 @@ namespace {
 void write_fd(int fd, const std::vector<std::byte>& data, const std::string& name) {
   std::size_t done = 0;
   while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    fp8q::checkpoint::throw_if_stop_requested();  // a temporary file is then removed by the caller
+    const ssize_t n = ::write(fd, data.data() + done, std::min<std::size_t>(data.size() - done, std::size_t{1} << 24));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw UsageError("cannot write '" + name + "': " + std::strerror(errno));
     done += static_cast<std::size_t>(n);

@@ -1,8 +1,8 @@
 // Model::open(): a .safetensors file or a Hugging Face model directory, every part validated.
-#include <algorithm>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -37,19 +37,40 @@ std::string read_text_file(const fs::path& path, std::uint64_t limit) {
 
 namespace {
 
-// `file` must resolve (links followed) to a place inside `dir` (both made canonical), so a
-// link in the directory cannot make fp8q read something elsewhere.
+// Whether the canonical path f lies inside the canonical directory d.
+bool under(const fs::path& f, const fs::path& d) {
+  const auto rel = f.lexically_relative(d);
+  return !rel.empty() && *rel.begin() != ".." && !rel.is_absolute();
+}
+
+// `file` must resolve into the model (resolves_into_model), so a link in the directory cannot
+// make fp8q read something elsewhere.
 void check_inside(const fs::path& dir, const fs::path& file, const std::string& what) {
+  if (resolves_into_model(dir, file)) return;
+  std::error_code ec;
+  throw FormatError(what + ": " + quote(file.filename().string()) + " resolves to " +
+                    fs::weakly_canonical(file, ec).string() + ", outside the model directory " +
+                    fs::canonical(dir, ec).string());
+}
+
+}  // namespace
+
+bool resolves_into_model(const fs::path& dir, const fs::path& file) {
   std::error_code ec;
   const fs::path d = fs::canonical(dir, ec);
   if (ec) throw std::system_error(ec, dir.string());
   const fs::path f = fs::weakly_canonical(file, ec);
   if (ec) throw std::system_error(ec, file.string());
-  const auto rel = f.lexically_relative(d);
-  if (rel.empty() || *rel.begin() == ".." || rel.is_absolute())
-    throw FormatError(what + ": " + quote(file.filename().string()) + " resolves to " + f.string() +
-                      ", outside the model directory " + d.string());
+  if (under(f, d)) return true;
+  // a hub cache snapshot: <repo>/snapshots/<revision>, files linked into <repo>/blobs/
+  if (d.parent_path().filename() == "snapshots") {
+    const fs::path blobs = d.parent_path().parent_path() / "blobs";
+    return fs::is_directory(blobs, ec) && under(f, blobs);
+  }
+  return false;
 }
+
+namespace {
 
 // How deeply arrays and objects nest in a JSON text (brackets inside strings do not count).
 // Real model configs nest a few levels; a hostile one nested 100000 deep would exhaust the
@@ -120,6 +141,14 @@ Model Model::open(const fs::path& path) {
     }
     for (const auto& name : shard_names) {
       const fs::path shard = path / name;
+      if (m.index_ && !fs::exists(shard, ec)) {
+        const auto& map = m.index_->weight_map;
+        const auto first = std::find_if(map.begin(), map.end(), [&](const auto& e) { return e.second == name; });
+        const auto count = std::count_if(map.begin(), map.end(), [&](const auto& e) { return e.second == name; });
+        throw FormatError(index_path.string() + ": shard " + quote(name) + " (tensor " + quote(first->first) +
+                          (count > 1 ? " and " + std::to_string(count - 1) + " more" : std::string()) +
+                          ") does not exist in " + path.string());
+      }
       check_inside(path, shard, m.index_ ? index_path.string() : path.string());
       m.shards_.emplace_back(shard);
     }

@@ -11,6 +11,7 @@
 
 #include "fp8q/calib/calibrate.hpp"
 #include "fp8q/checkpoint/pipeline.hpp"
+#include "fp8q/checkpoint/stop.hpp"
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "pipeline/error_kernels.hpp"
@@ -148,7 +149,28 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
   if (opt.max_shard_bytes == 0) throw PipelineError("--max-shard-size must be positive");
 
   // ---- input, output checks ----
+  if (out_dir.filename() == "." || out_dir.filename() == "..")
+    throw PipelineError("output directory " + out_arg.string() + " names an existing directory by '" +
+                        out_dir.filename().string() + "'; give the new directory's own name");
   const Model model = Model::open(in);
+  // An input that is already quantized would come out with its codes read as high-precision
+  // weights: its quantization_config replaced, its FP8 weights listed as not converted.
+  if (model.config_json()) {
+    const OJson c = OJson::parse(*model.config_json());
+    if (c.is_object() && c.contains("quantization_config")) {
+      const OJson& q = c["quantization_config"];
+      const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
+                                     ? q["quant_method"].get<std::string>()
+                                     : std::string("?");
+      throw PipelineError(in.string() + ": config.json already has a quantization_config (quant_method " +
+                          quote(method) + "): the input is already quantized; quantize its high-precision original");
+    }
+  }
+  for (const ModelTensor& t : model.tensors())
+    if (t.info->shape.size() == 2 && t.info->name.ends_with(".weight") &&
+        (t.info->dtype == DType::kF8_E4M3 || t.info->dtype == DType::kF8_E5M2))
+      throw PipelineError("tensor " + quote(t.info->name) + " is " + std::string(dtype_name(t.info->dtype)) +
+                          ": the input is already quantized; quantize its high-precision original");
   const fs::path parent = out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path();
   if (!fs::is_directory(parent)) throw PipelineError("output directory " + out_dir.string() + ": " + parent.string() + " is not a directory");
   check_no_overlap(in, out_dir);
@@ -167,7 +189,10 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
     it.keep = keep_reason(*t.info, opt.ignore, *layout);
     if (it.keep) {
       it.specs = {{t.info->name, t.info->dtype, t.info->shape}};
-      if (t.info->shape.size() == 2 && t.info->name.ends_with(".weight") && *it.keep != "embedding" && *it.keep != "norm")
+      // every kept 2-D weight is listed as not converted: fp8q cannot tell an nn.Embedding
+      // from an nn.Linear by name (an "embedding_projection" is a Linear), and the loaders
+      // ignore names that are not Linear layers
+      if (t.info->shape.size() == 2 && t.info->name.ends_with(".weight"))
         ctx.kept_linear_modules.push_back(t.info->name.substr(0, t.info->name.size() - 7));
     } else {
       it.weight.name = t.info->name;
@@ -296,6 +321,7 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
       pending.reset();  // its buffers go before the next weight's job is made
     };
     for (std::size_t i = shards[s].first; i < shards[s].second; ++i) {
+      throw_if_stop_requested();  // the staging directory is removed as Stopped unwinds
       Item& it = items[i];
       const TensorInfo& info = *it.tensor->info;
       const auto data = model.bytes(*it.tensor);
@@ -395,11 +421,11 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
     std::vector<fs::path> extra;
     for (const auto& entry : fs::directory_iterator(in)) {
       const std::string name = entry.path().filename().string();
-      if (name == kConfigFileName || name == kIndexFileName || name.starts_with(".") || is_weight_file(entry.path())) continue;
+      // other weights' indexes (pytorch_model.bin.index.json) name files that are not copied
+      if (name == kConfigFileName || name.ends_with(".index.json") || name.starts_with(".") || is_weight_file(entry.path()))
+        continue;
       if (!entry.is_regular_file()) continue;
-      const fs::path real = fs::weakly_canonical(entry.path());
-      const auto rel = real.lexically_relative(fs::weakly_canonical(in));
-      if (rel.empty() || *rel.begin() == "..") continue;  // a link out of the model directory: not copied
+      if (!resolves_into_model(in, entry.path())) continue;  // a link out of the model: not copied
       extra.push_back(entry.path());
     }
     std::sort(extra.begin(), extra.end());

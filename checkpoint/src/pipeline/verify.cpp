@@ -1,10 +1,14 @@
 // verify_checkpoint(): OUT_DIR dequantized and compared with IN (pipeline.hpp).
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "fp8q/checkpoint/pipeline.hpp"
+#include "fp8q/numerics/convert.hpp"
 #include "pipeline/shared.hpp"
 #include "safetensors/text.hpp"
 
@@ -15,6 +19,22 @@ using detail::quote;
 // FP8 elements (25-35 dB on real weights, ~31 dB on the example model), an all-zero or garbled
 // code section measures ~0 dB, a wrong scale far below 0; non-finite values measure NaN or -Inf.
 constexpr double kMinSqnrDb = 10.0;
+
+namespace {
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string value_text(float v) {  // reads back as the same value
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", static_cast<double>(v));
+  return b;
+}
+
+}  // namespace
 
 VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::filesystem::path& in, int threads) {
   const auto start = std::chrono::steady_clock::now();
@@ -71,6 +91,22 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
       accounted.insert(info.name);
       for (const auto& c : companions)
         if (out.find(c) != nullptr) accounted.insert(c);
+      // a static activation scale: one positive finite value of the weight's dtype
+      if (const ModelTensor* s = out.find(module + ".input_scale")) {
+        const TensorInfo& si = *s->info;
+        const auto bytes = out.bytes(*s);
+        if (si.dtype != info.dtype || si.shape != std::vector<std::uint64_t>{1}) {
+          r.problems.push_back("tensor " + quote(si.name) + " is " + std::string(dtype_name(si.dtype)) + " " +
+                               shape_text(si.shape) + "; the layout writes " + std::string(dtype_name(info.dtype)) + " [1]");
+        } else {
+          std::uint32_t bits = 0;
+          std::memcpy(&bits, bytes.data(), bytes.size());
+          const float v = si.dtype == DType::kF32 ? float_of(bits) : decode_f32(bits, si.dtype == DType::kBF16 ? kBF16 : kF16);
+          if (!(v > 0.0f) || !std::isfinite(v))
+            r.problems.push_back("tensor " + quote(si.name) + " is " + value_text(v) +
+                                 ": an input scale must be finite and positive");
+        }
+      }
     } else {
       rep.reason = "kept";
       const ModelTensor* o = out.find(info.name);
@@ -94,6 +130,19 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
   for (const ModelTensor& t : out.tensors())
     if (accounted.count(t.info->name) == 0)
       r.problems.push_back("tensor " + quote(t.info->name) + " of the output has no counterpart in the input");
+  // the loaders read the quantization from config.json, not from the shards' metadata
+  const std::string want_method = nlohmann::json::parse(layout->quantization_config(ConfigContext{}))["quant_method"];
+  if (!out.config_json()) {
+    r.problems.push_back(out_dir.string() + ": no config.json (the loaders read quantization_config from it)");
+  } else {
+    const auto c = nlohmann::json::parse(*out.config_json());
+    if (!c.is_object() || !c.contains("quantization_config") || !c["quantization_config"].is_object())
+      r.problems.push_back(out_dir.string() + "/config.json has no quantization_config object");
+    else if (c["quantization_config"].value("quant_method", std::string()) != want_method)
+      r.problems.push_back(out_dir.string() + "/config.json: quantization_config.quant_method is " +
+                           c["quantization_config"].value("quant_method", std::string("(none)")) + "; layout " +
+                           r.layout + " writes " + want_method);
+  }
   r.summary.out_bytes = out.total_bytes();
   r.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

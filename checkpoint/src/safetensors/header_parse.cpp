@@ -353,6 +353,13 @@ Header parse_header(std::span<const std::byte> file, std::string_view what) {
     throw FormatError(prefix + "header: invalid UTF-8 at header byte " + std::to_string(*bad));
   }
 
+  // JSON text has no NUL byte (nlohmann's lexer would take one for the end of the input and
+  // accept whatever follows it) and no byte-order mark (which it skips; serde_json, the
+  // reference reader's parser, refuses both).
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw FormatError(prefix + "header: a NUL byte at header byte " + std::to_string(nul) + " (not JSON)");
+  if (text.starts_with("\xEF\xBB\xBF")) throw FormatError(prefix + "header: starts with a UTF-8 byte-order mark (not JSON)");
+
   // ---- steps 3 and 4: the JSON, each tensor ----
   Header header;
   header.data_start = 8 + n;

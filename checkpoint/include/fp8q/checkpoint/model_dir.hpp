@@ -8,7 +8,8 @@
 //       { "metadata": { "total_size": 123, ... },          (optional; scalar values only)
 //         "weight_map": { "<tensor name>": "<shard file name>", ... } }
 // Nothing in the index is trusted: every shard name must be a plain file name inside the
-// directory (no '/', no "..", and no link that resolves outside it), every tensor it names
+// directory (no '/', no "..", and no link that resolves outside it, except into the blob
+// store of a Hugging Face hub cache: see resolves_into_model), every tensor it names
 // must be in that shard and every tensor of a shard must be named for it, and no tensor name
 // may appear twice (in the index or across shards). Violations are FormatError naming the
 // file, the tensor and the field.
@@ -32,6 +33,12 @@ inline constexpr std::string_view kSingleFileName = "model.safetensors";
 inline constexpr std::string_view kConfigFileName = "config.json";
 // Largest config.json / index accepted (a real index of a 600B-parameter model is ~10 MB).
 inline constexpr std::uint64_t kMaxIndexBytes = 100'000'000;
+
+// Whether `file` (a file of the model directory `dir`) resolves, links followed, to a place
+// inside `dir`, or, when `dir` is a snapshot of a Hugging Face hub cache
+// (<cache>/models--<org>--<name>/snapshots/<revision>, whose files are links to
+// ../../blobs/<hash>), inside that repository's blobs/ directory.
+bool resolves_into_model(const std::filesystem::path& dir, const std::filesystem::path& file);
 
 // The parsed index. weight_map keeps the file's order of first appearance out of it: it is
 // sorted by tensor name (std::map), which is also how Transformers writes it.
