@@ -136,12 +136,15 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
     r.problems.push_back(out_dir.string() + ": no config.json (the loaders read quantization_config from it)");
   } else {
     const auto c = nlohmann::json::parse(*out.config_json());
-    if (!c.is_object() || !c.contains("quantization_config") || !c["quantization_config"].is_object())
+    if (!c.is_object() || !c.contains("quantization_config") || !c["quantization_config"].is_object()) {
       r.problems.push_back(out_dir.string() + "/config.json has no quantization_config object");
-    else if (c["quantization_config"].value("quant_method", std::string()) != want_method)
-      r.problems.push_back(out_dir.string() + "/config.json: quantization_config.quant_method is " +
-                           c["quantization_config"].value("quant_method", std::string("(none)")) + "; layout " +
-                           r.layout + " writes " + want_method);
+    } else {
+      const auto& q = c["quantization_config"];
+      const std::string method = q.contains("quant_method") ? q["quant_method"].dump() : std::string("absent");
+      if (method != nlohmann::json(want_method).dump())
+        r.problems.push_back(out_dir.string() + "/config.json: quantization_config.quant_method is " + method +
+                             "; layout " + r.layout + " writes \"" + want_method + "\"");
+    }
   }
   r.summary.out_bytes = out.total_bytes();
   r.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
