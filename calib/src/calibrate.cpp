@@ -76,6 +76,14 @@ void observe(ChannelState& st, std::span<const T> x, int threads) {
 template <class T>
 std::vector<ChannelCalibration> run(std::span<const T> x, const CalibrationSpec& spec, const ChannelLayout& layout) {
   if (spec.threads < 1) throw std::invalid_argument("CalibrationSpec::threads must be >= 1, got " + std::to_string(spec.threads));
+  // every option is checked before any sample is read, whichever method uses it
+  if (static_cast<unsigned>(spec.method) > static_cast<unsigned>(Method::kEntropy))
+    throw std::invalid_argument("CalibrationSpec::method " + std::to_string(static_cast<unsigned>(spec.method)) +
+                                " is not a method");
+  const double p = spec.calibrator.percentile;
+  if (!(p > 0.0 && p <= 100.0))
+    throw std::invalid_argument("CalibrationSpec::calibrator.percentile must be in (0, 100], got " + std::to_string(p));
+  if (spec.method == Method::kMax) HistogramObserver check(spec.histogram);  // the constructor checks the options
   const Format& target = format_of(spec.format);
   const detail::Grid& grid = detail::grid_of(target);
   ChannelLayout l = layout;

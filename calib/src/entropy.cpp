@@ -105,8 +105,9 @@ double entropy_divergence(const HistogramObserver& h, float threshold, const For
 float entropy_amax(const HistogramObserver& h, const Format& target, const AmaxScaleOptions& so) {
   (void)detail::grid_of(target);
   const float amax = h.amax();
+  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit (nor does its
+                           // DAZ turn a subnormal amax into 0 in the test below)
   if (amax == 0.0f) return 0.0f;
-  ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   const KlModel model(h, target);
   // the amax first: no clipping; then every bin edge below it down to amax / 2^20 (at most
   // 2048 of them); ties keep the larger threshold

@@ -113,6 +113,24 @@ TEST(Calibrate, ThreadCountAndFpEnvironmentChangeNothing) {
   }
 }
 
+// Data whose every value is an fp32 subnormal: under the caller's DAZ a float comparison takes
+// the amax for 0 (mse and entropy returned amax 0 and scale 1 there).
+TEST(Calibrate, SubnormalDataUnderTheCallersDaz) {
+  std::vector<float> x(100);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 1e-41f;
+  for (Method m : {Method::kMax, Method::kPercentile, Method::kMse, Method::kEntropy}) {
+    const auto one = run(x, m);
+    EXPECT_GT(one[0].amax, 0.0f) << method_name(m);
+#if defined(__x86_64__)
+    const unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8040u);  // FTZ, DAZ
+    const auto odd = run(x, m);
+    _mm_setcsr(saved);
+    expect_same(odd, one);
+#endif
+  }
+}
+
 TEST(Calibrate, BadInputIsRejected) {
   const std::vector<float> x(10, 1.0f);
   CalibrationSpec spec;
@@ -128,6 +146,16 @@ TEST(Calibrate, BadInputIsRejected) {
   const std::vector<std::byte> odd(7);
   EXPECT_THROW(calibrate(odd, kF32, spec), std::invalid_argument);
   EXPECT_THROW(calibrate(odd, kE4M3FN, spec), std::invalid_argument);
+  // options a method does not use are checked all the same, before any sample is read
+  spec.method = Method::kMax;
+  spec.histogram.bins = 3;
+  EXPECT_THROW(calibrate(x, spec), std::invalid_argument);
+  spec.histogram = {};
+  spec.calibrator.percentile = -5;
+  EXPECT_THROW(calibrate(x, spec), std::invalid_argument);
+  spec.calibrator.percentile = 99.9;
+  spec.method = static_cast<Method>(9);
+  EXPECT_THROW(calibrate(x, spec), std::invalid_argument);
 }
 
 TEST(Calibrate, AllZerosAndAllEqual) {
