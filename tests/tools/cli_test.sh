@@ -109,4 +109,32 @@ expect "the input is unchanged" cmp -s "$tmp/q.safetensors" "$tmp/q-target.safet
 check "dequantize-tensors of a file fp8q did not write" 2 "has no 'fp8q.scheme'" -- "$fp8q" dequantize-tensors "$tmp/act.safetensors" "$tmp/d2.safetensors"
 expect "nothing written" test ! -e "$tmp/d2.safetensors"
 
+# '-' is a path only for convert and dump; the safetensors verbs refuse it (they wrote a file
+# named "-", or read a stray one)
+for args in "quantize-tensors $tmp/act.safetensors - --scheme row" "quantize-tensors - $tmp/o.safetensors --scheme row" \
+            "dequantize-tensors $tmp/q.safetensors -" "calibrate - --method max --format e4m3fn"; do
+  # shellcheck disable=SC2086
+  check "'-' in: $args" 2 'standard input or output' -- "$fp8q" $args
+done
+expect "no file named -" test ! -e ./-
+# unsigned options: a negative value is refused, not wrapped to 2^64 - 1
+check "--seed -1" 2 'must not be negative' -- "$fp8q" convert --from f32 --to e4m3fn --round sr --seed -1 "$tmp/x.f32" "$tmp/o"
+check "--first -1" 2 'must not be negative' -- "$fp8q" dump --format f32 --first -1 "$tmp/x.f32"
+check "calibrate --margin 200" 2 'must be in \[-127, 127\], got 200' -- "$fp8q" calibrate "$tmp/act.safetensors" --method max --format e4m3fn --margin 200
+# quantizing a quantized file again: its fp8q keys are replaced, not kept beside the new ones
+check "quantize-tensors of its own output" 0 '' -- "$fp8q" quantize-tensors "$tmp/q.safetensors" "$tmp/qq.safetensors" --scheme tensor
+check "dequantize-tensors of that" 0 '' -- "$fp8q" dequantize-tensors "$tmp/qq.safetensors" "$tmp/dd.safetensors"
+# a tensor that is quantized data and another tensor's scale at once: refused, not dropped
+/usr/bin/python3 - "$tmp/dup.safetensors" <<'PY'
+import json, struct, sys
+t = {"w": ("U8", [1, 32]), "w.scale": ("U8", [1, 1]), "w.scale.scale": ("U8", [1, 1])}
+hdr, off, data = {}, 0, b""
+for k, (dt, sh) in t.items():
+    n = sh[0] * sh[1]; hdr[k] = {"dtype": dt, "shape": sh, "data_offsets": [off, off + n]}; off += n; data += bytes([0x7F if k != "w" else 1] * n)
+hdr["__metadata__"] = {"fp8q.scheme": "mx", "fp8q.elem": "e2m3", "fp8q.scale_rule": "floor", "fp8q.dtype.w": "F32", "fp8q.dtype.w.scale": "F32"}
+h = json.dumps(hdr).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+check "a tensor that is also a scale" 2 "tensor 'w.scale' is listed as quantized" -- "$fp8q" dequantize-tensors "$tmp/dup.safetensors" "$tmp/d3.safetensors"
+
 report

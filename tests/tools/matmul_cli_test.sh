@@ -215,6 +215,10 @@ raw extra.st $A23 b:F8_E5M2:3x1:3c3c3c x:F32:1:0000803f
 bad "unknown tensor" "tensor 'x' is not an operand" extra.st --profile fp32
 raw mx.st2 $A23 b:F8_E5M2:3x1:3c3c3c a.scale:U8:2x1:7f7f
 bad "MX on hopper" "hopper.*MX" mx.st2 --profile hopper
+# the profile's and the GEMM's own checks name the file and which tensor b is
+bad "profile errors name the file" "input '$tmp/mx.st2' \\(b is its b\\): profile hopper" mx.st2 --profile hopper
+raw mxbt.st $A23 bt:F8_E5M2:1x3:3c3c3c a.scale:U8:2x1:7f7f
+bad "and say when b is bt" "\\(b is its bt \\(transposed\\)\\)" mxbt.st --profile hopper
 raw shape.st $A23 b:F8_E5M2:3x1:3c3c3c a.scale_inv:F32:2x2:0000803f0000803f0000803f0000803f
 bad "bad scale_inv shape" "tensor 'a.scale_inv' has shape \[2, 2\]" shape.st --profile fp32
 raw blk1.st $A23 b:F8_E5M2:3x1:3c3c3c a.scale_inv:F32:2x1:0000803f0000803f b.scale_inv:F32:1x1:0000803f

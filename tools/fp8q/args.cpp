@@ -7,6 +7,24 @@
 
 namespace fp8q::cli {
 
+CLI::Validator safetensors_path() {
+  return CLI::Validator(
+      [](std::string& s) {
+        return s == "-" ? std::string("'-' (standard input or output) is not supported here: give a file path")
+                        : std::string();
+      },
+      "PATH");
+}
+
+CLI::Validator not_negative() {
+  return CLI::Validator(
+      [](std::string& s) {
+        const auto first = s.find_first_not_of(" \t");
+        return first != std::string::npos && s[first] == '-' ? "must not be negative, got " + s : std::string();
+      },
+      "UINT");
+}
+
 std::string format_names() {
   std::string s;
   for (FormatId id : kAllFormats) s += (s.empty() ? "" : " ") + std::string(format_of(id).name);

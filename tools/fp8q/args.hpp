@@ -2,6 +2,8 @@
 // lists what is accepted.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <string>
 
 #include "fp8q/numerics/format.hpp"
@@ -16,5 +18,12 @@ NanPolicy nan_arg(const std::string& name);
 // A decimal or hexadecimal float, correctly rounded to fp32 (strtof), the whole string used.
 float float_arg(const std::string& text, const std::string& option);
 std::string format_names();  // "f32 f64 bf16 ..."
+
+// A safetensors path: the verbs that take one map or stage files, so '-' (standard input or
+// output, which convert and dump take) is refused instead of naming a file called "-".
+CLI::Validator safetensors_path();
+// An unsigned option (seed, offset, first, count) given as text: CLI11 would wrap "-1" to
+// 2^64 - 1.
+CLI::Validator not_negative();
 
 }  // namespace fp8q::cli

@@ -67,7 +67,7 @@ void run(const CalibrateArgs& a) {
     throw UsageError("--percentile: must be in (0, 100], got " + std::to_string(a.percentile));
   spec.calibrator.percentile = a.percentile;
   spec.calibrator.scale.power_of_two = a.pow2;
-  if (a.margin < -127 || a.margin > 127) throw UsageError("--margin: must be in [-127, 127]");
+  if (a.margin < -127 || a.margin > 127) throw UsageError("--margin: must be in [-127, 127], got " + std::to_string(a.margin));
   spec.calibrator.scale.margin = a.margin;
   if (a.granularity != "tensor" && a.granularity != "row")
     throw UsageError("--granularity: '" + a.granularity + "' is not one of tensor row");
@@ -116,7 +116,7 @@ void run(const CalibrateArgs& a) {
 void add_calibrate(CLI::App& app) {
   auto a = std::make_shared<CalibrateArgs>();
   auto* cmd = app.add_subcommand("calibrate", "Calibrate an amax and scale for every floating tensor of a safetensors file");
-  cmd->add_option("IN", a->in, "Input .safetensors (each tensor: samples of one activation)")->required();
+  cmd->add_option("IN", a->in, "Input .safetensors (each tensor: samples of one activation)")->required()->check(safetensors_path());
   cmd->add_option("--method", a->method, "max percentile mse entropy")->required();
   cmd->add_option("--format", a->format, "Target format: e4m3fn e4m3 e5m2 (any element format)")->required();
   cmd->add_option("--percentile", a->percentile, "For --method percentile")->capture_default_str();

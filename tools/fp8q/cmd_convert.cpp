@@ -57,8 +57,8 @@ void add_convert(CLI::App& app) {
   cmd->add_option("--overflow", a->overflow, "Overflow: saturate inf-nan")->capture_default_str();
   cmd->add_option("--nan", a->nan, "NaN into a format without NaN (e2m3 e3m2 e2m1): error zero")
       ->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Stochastic rounding: Philox key")->capture_default_str();
-  cmd->add_option("--offset", a->offset, "Stochastic rounding: counter of element 0")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Stochastic rounding: Philox key")->capture_default_str()->check(not_negative());
+  cmd->add_option("--offset", a->offset, "Stochastic rounding: counter of element 0")->capture_default_str()->check(not_negative());
   cmd->add_option("--scale", a->scale, "Multiply first: convert fp32(x * scale)");
   cmd->add_option("--threads", a->threads, "Worker threads (results do not depend on it)")->capture_default_str();
   cmd->add_option("IN", a->in, "Input file, or - for standard input")->required();

@@ -48,8 +48,8 @@ void add_dump(CLI::App& app) {
   auto a = std::make_shared<DumpArgs>();
   auto* cmd = app.add_subcommand("dump", "Print the codes and exact values of a raw array");
   cmd->add_option("--format", a->format, "Element format")->required();
-  cmd->add_option("--first", a->first, "First element to print")->capture_default_str();
-  cmd->add_option("--count", a->count, "How many elements to print")->capture_default_str();
+  cmd->add_option("--first", a->first, "First element to print")->capture_default_str()->check(not_negative());
+  cmd->add_option("--count", a->count, "How many elements to print")->capture_default_str()->check(not_negative());
   cmd->add_option("FILE", a->file, "Input file, or - for standard input")->required();
   cmd->callback([a] { run(*a); });
 }

@@ -19,6 +19,7 @@
 #include "fp8q/kernels/profile.hpp"
 #include "fp8q/numerics/accumulation.hpp"
 #include "fp8q/numerics/format.hpp"
+#include "args.hpp"
 #include "verbs.hpp"
 
 namespace fp8q::cli {
@@ -319,7 +320,17 @@ void run_matmul(const MatmulArgs& a) {
   const Input in(a.in);
   const Operands op = load(in);
   const GemmArgs g = op.args();
-  const GemmOptions o = gemm_options(device_profile(*pid), g, model, a.threads);
+  // the profile's and the GEMM's checks speak of operands a and b: say which file, and which
+  // tensor of it b is
+  const std::string b_name = in.find("b") != nullptr ? "b" : "bt (transposed)";
+  auto with_context = [&](auto&& fn) {
+    try {
+      return fn();
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("input '" + a.in + "' (b is its " + b_name + "): " + e.what());
+    }
+  };
+  const GemmOptions o = with_context([&] { return gemm_options(device_profile(*pid), g, model, a.threads); });
 
   const bool bf16 = a.out_dtype == "bf16";
   std::vector<float> d32;
@@ -327,11 +338,11 @@ void run_matmul(const MatmulArgs& a) {
   std::span<const std::byte> bytes;
   if (bf16) {
     d16.resize(op.m * op.n);
-    gemm(g, o, std::span<std::uint16_t>(d16));
+    with_context([&] { gemm(g, o, std::span<std::uint16_t>(d16)); });
     bytes = std::as_bytes(std::span(d16));
   } else {
     d32.resize(op.m * op.n);
-    gemm(g, o, std::span<float>(d32));
+    with_context([&] { gemm(g, o, std::span<float>(d32)); });
     bytes = std::as_bytes(std::span(d32));
   }
   const ck::TensorData d{{"d", bf16 ? ck::DType::kBF16 : ck::DType::kF32, {op.m, op.n}}, bytes};
@@ -344,8 +355,8 @@ void run_matmul(const MatmulArgs& a) {
 void add_matmul(CLI::App& app) {
   auto m = std::make_shared<MatmulArgs>();
   auto* c = app.add_subcommand("matmul", "Quantized matmul D = epilogue(A x B) as a device computes it, bit for bit");
-  c->add_option("IN", m->in, "Input .safetensors: a, b (or bt), optional scales, c, bias")->required();
-  c->add_option("OUT", m->out, "Output .safetensors (tensor d)")->required();
+  c->add_option("IN", m->in, "Input .safetensors: a, b (or bt), optional scales, c, bias")->required()->check(safetensors_path());
+  c->add_option("OUT", m->out, "Output .safetensors (tensor d)")->required()->check(safetensors_path());
   c->add_option("--profile", m->profile, "Device: trn2 trn3 ocp hopper fp32")->required();
   c->add_option("--model", m->model, "Override the accumulation model, e.g. fused:32:13:rtz, systolic:128, exact_block:32");
   c->add_option("--out-dtype", m->out_dtype, "Output dtype: f32 bf16")->capture_default_str();

@@ -107,7 +107,11 @@ void run_quantize(const QuantizeArgs& a) {
 
   // Declare every output tensor first: the header leads the file.
   std::vector<ck::TensorSpec> specs;
-  std::map<std::string, std::string> meta = in.metadata();
+  // the input's own metadata, less fp8q's keys: stale ones (a file quantized before) would
+  // sit beside the new scheme and make the output unreadable to dequantize-tensors
+  std::map<std::string, std::string> meta;
+  for (const auto& [k, v] : in.metadata())
+    if (!k.starts_with("fp8q.")) meta.emplace(k, v);
   std::map<std::string, std::string> owner;  // output name -> the input tensor it comes from
   auto declare = [&](ck::TensorSpec s, const std::string& from) {
     const auto [it, fresh] = owner.emplace(s.name, from);
@@ -230,6 +234,11 @@ void run_dequantize(const DequantizeArgs& a) {
     items[name] = {c, s, ck::floating_format(out_dtype), out_dtype, shape};
     consumed.insert(s->name);
   }
+  // a tensor that is both quantized data and another tensor's scale would be dropped
+  for (const auto& [name, item] : items)
+    if (consumed.count(name) != 0)
+      throw UsageError(where + "tensor '" + name + "' is listed as quantized (fp8q.dtype." + name +
+                       ") and is also the scale of another tensor");
 
   std::vector<ck::TensorSpec> specs;
   for (const ck::TensorInfo& t : in.tensors()) {
@@ -287,8 +296,8 @@ void add_tensors(CLI::App& app) {
   auto q = std::make_shared<QuantizeArgs>();
   auto* qc = app.add_subcommand("quantize-tensors",
                                 "Quantize every F32/BF16/F16 tensor of a safetensors file (docs/tensors.md)");
-  qc->add_option("IN", q->in, "Input .safetensors")->required();
-  qc->add_option("OUT", q->out, "Output .safetensors")->required();
+  qc->add_option("IN", q->in, "Input .safetensors")->required()->check(safetensors_path());
+  qc->add_option("OUT", q->out, "Output .safetensors")->required()->check(safetensors_path());
   qc->add_option("--scheme", q->scheme, "tensor row col block1x128 block128x128 block<R>x<C> mx")->required();
   qc->add_option("--elem", q->elem, "Element format: e4m3fn e4m3 e5m2 e4m3fnuz e5m2fnuz e3m4 e2m3 e3m2 e2m1")
       ->capture_default_str();
@@ -297,15 +306,15 @@ void add_tensors(CLI::App& app) {
   qc->add_flag("--pow2", q->pow2, "Round scales to powers of two");
   q->margin_opt = qc->add_option("--margin", q->margin, "Scale divided by 2^margin (headroom)");
   qc->add_option("--round", q->round, "Rounding: rne rna rtz rup rdn rto sr")->capture_default_str();
-  qc->add_option("--seed", q->seed, "Stochastic rounding: Philox key")->capture_default_str();
+  qc->add_option("--seed", q->seed, "Stochastic rounding: Philox key")->capture_default_str()->check(not_negative());
   qc->add_option("--overflow", q->overflow, "Overflow: saturate inf-nan")->capture_default_str();
   qc->add_option("--threads", q->threads, "Worker threads (results do not depend on it)")->capture_default_str();
   qc->callback([q] { run_quantize(*q); });
 
   auto d = std::make_shared<DequantizeArgs>();
   auto* dc = app.add_subcommand("dequantize-tensors", "Turn the output of quantize-tensors back into floating point");
-  dc->add_option("IN", d->in, "Input .safetensors (written by quantize-tensors)")->required();
-  dc->add_option("OUT", d->out, "Output .safetensors")->required();
+  dc->add_option("IN", d->in, "Input .safetensors (written by quantize-tensors)")->required()->check(safetensors_path());
+  dc->add_option("OUT", d->out, "Output .safetensors")->required()->check(safetensors_path());
   dc->add_option("--dtype", d->dtype, "Output dtype: orig f32 bf16 f16")->capture_default_str();
   dc->add_option("--threads", d->threads, "Worker threads")->capture_default_str();
   dc->callback([d] { run_dequantize(*d); });
