@@ -73,6 +73,10 @@ bool split_is_exact(FormatId fa, FormatId fb, std::size_t block) {
   return (a.top + b.top - a.low - b.low) + 2 * ceil_log2(block) + w <= 105;
 }
 
+// The products summed apart before folding in: a 128-K segment under block scaling, else all
+// of K (blocks restart at each segment).
+std::size_t segment_length(const GemmArgs& g) { return block_scaled(g) ? kScaleBlock : std::max<std::size_t>(g.k, 1); }
+
 XbKernel pick_kernel() {
   if (active_isa() != Isa::kGeneric)
     if (XbKernel k = exact_block_kernel_avx2()) return k;
@@ -91,7 +95,7 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
   auto scale_b = [&](std::size_t k, std::size_t n) { return mx_b ? e8m0[g.b.mx_scale[(k / kMxGroup) * g.n + n]] : 1.0; };
 
   const std::size_t N = g.n, K = g.k, rows = m1 - m0;
-  const std::size_t seg = block_scaled(g) ? kScaleBlock : std::max<std::size_t>(K, 1);
+  const std::size_t seg = segment_length(g);
   // Blocks restart at each segment, so a block longer than the segment is the segment: the
   // buffers are sized by that length, not by B (a model may name any B >= 1).
   const std::size_t B = std::min(static_cast<std::size_t>(o.model.block), seg);
@@ -218,8 +222,7 @@ ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o) {
   if (mx_scaled(g) && (o.mx_dequantize_to_bf16 || kMxGroup % block != 0)) return {};
   if (!split_is_exact(g.a.format, g.b.format, block)) return {};
   // a chunk holds whole blocks: past kMaxFastBlock products its buffers would grow with B
-  const std::size_t seg = block_scaled(g) ? kScaleBlock : std::max<std::size_t>(g.k, 1);
-  if (std::min(block, seg) > kMaxFastBlock) return {};
+  if (std::min(block, segment_length(g)) > kMaxFastBlock) return {};
   const bool avx2 = pick_kernel() != exact_block_kernel_generic();
   return {.rows = &rows_impl, .isa = avx2 ? "avx2" : "generic"};
 }

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -27,13 +26,6 @@ bool overlaps(std::span<const std::byte> x, std::span<const std::byte> y) {
   if (x.empty() || y.empty()) return false;
   const auto x0 = reinterpret_cast<std::uintptr_t>(x.data()), y0 = reinterpret_cast<std::uintptr_t>(y.data());
   return x0 < y0 + y.size() && y0 < x0 + x.size();
-}
-
-// An fp32 value as text that reads back as the same value (9 significant digits).
-std::string float_text(float x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
-  return buf;
 }
 
 const char* scaling_name(OperandScaling s) {
@@ -72,9 +64,7 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
     fail(n + ".scale_inv: " + std::to_string(op.scale_inv.size()) + " values, expected " + std::to_string(want) +
          " for " + scaling_name(op.scaling));
   for (std::size_t i = 0; i < op.scale_inv.size(); ++i) {
-    // on the bits: under a caller's DAZ a subnormal would compare equal to 0
-    const std::uint32_t u = bits_of(op.scale_inv[i]);
-    if ((u >> 31) != 0 || (u & 0x7FFFFFFFu) == 0 || (u & 0x7F800000u) == 0x7F800000u)
+    if (!is_finite_positive(op.scale_inv[i]))
       fail(n + ".scale_inv[" + std::to_string(i) + "]: " + float_text(op.scale_inv[i]) +
            " is not a finite positive multiplier");
   }

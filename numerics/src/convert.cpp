@@ -5,6 +5,7 @@
 #include "fp8q/numerics/convert.hpp"
 
 #include <bit>
+#include <cstdio>
 #include <cstring>
 
 #include "fp8q/numerics/philox.hpp"
@@ -288,5 +289,16 @@ std::uint32_t bits_of(float x) { return std::bit_cast<std::uint32_t>(x); }
 float float_of(std::uint32_t bits) { return std::bit_cast<float>(bits); }
 std::uint64_t bits_of(double x) { return std::bit_cast<std::uint64_t>(x); }
 double double_of(std::uint64_t bits) { return std::bit_cast<double>(bits); }
+
+bool is_finite_positive(float x) {
+  const std::uint32_t u = bits_of(x);
+  return (u >> 31) == 0 && u != 0 && (u & 0x7F800000u) != 0x7F800000u;
+}
+
+std::string float_text(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+  return buf;
+}
 
 }  // namespace fp8q

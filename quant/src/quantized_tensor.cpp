@@ -3,7 +3,6 @@
 #include "fp8q/quant/quantized_tensor.hpp"
 
 #include <array>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -136,15 +135,10 @@ void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format
                                 " for " + std::to_string(blocks) + " blocks");
   // what quantize() stores: finite multipliers > 0 (checked on the bits: a caller's DAZ must
   // not decide it)
-  for (std::size_t b = 0; b < q.scale_inv.size(); ++b) {
-    const std::uint32_t u = bits_of(q.scale_inv[b]);
-    if ((u >> 31) != 0 || (u & 0x7FFFFFFFu) == 0 || (u & 0x7F800000u) == 0x7F800000u) {
-      char v[32];
-      std::snprintf(v, sizeof v, "%.9g", static_cast<double>(q.scale_inv[b]));
-      throw std::invalid_argument("dequantize: scale_inv[" + std::to_string(b) + "] = " + v +
+  for (std::size_t b = 0; b < q.scale_inv.size(); ++b)
+    if (!is_finite_positive(q.scale_inv[b]))
+      throw std::invalid_argument("dequantize: scale_inv[" + std::to_string(b) + "] = " + float_text(q.scale_inv[b]) +
                                   " is not a finite positive multiplier");
-    }
-  }
   std::vector<std::uint8_t> unpacked;
   std::span<const std::uint8_t> codes = q.codes;
   if (q.packed()) {

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <cfloat>
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,22 +26,14 @@ constexpr std::array<std::pair<std::string_view, MxScaleRule>, 5> kRules = {{
     {"rceil", MxScaleRule::kRceil}, {"trainium3", MxScaleRule::kTrainium3},
 }};
 
-// A float in an error message: enough digits to name it exactly (%.9g), not to_string's six
-// decimals (which print 1e-10 as 0.000000).
-std::string show(float x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
-  return buf;
-}
-
 // The checks both conventions share; returns amax_epsilon's pattern (-0 taken as +0).
 std::uint32_t check_amax_options(std::uint32_t a, float amax, const AmaxScaleOptions& o) {
   if (a > 0x80000000u && (a & kAbs) <= kInfBits)  // negative, not -0 and not NaN
-    throw std::invalid_argument("amax must be >= 0, got " + show(amax));
+    throw std::invalid_argument("amax must be >= 0, got " + float_text(amax));
   std::uint32_t eps = bits_of(o.amax_epsilon);
   if (eps == 0x80000000u) eps = 0;
   if (eps >= kInfBits)  // negative, Inf or NaN
-    throw std::invalid_argument("amax_epsilon must be finite and >= 0, got " + show(o.amax_epsilon));
+    throw std::invalid_argument("amax_epsilon must be finite and >= 0, got " + float_text(o.amax_epsilon));
   if (o.margin < -kMaxMargin || o.margin > kMaxMargin)
     throw std::invalid_argument("margin must be in [-" + std::to_string(kMaxMargin) + ", " +
                                 std::to_string(kMaxMargin) + "], got " + std::to_string(o.margin));

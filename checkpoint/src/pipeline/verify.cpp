@@ -1,6 +1,5 @@
 // verify_checkpoint(): OUT_DIR dequantized and compared with IN (pipeline.hpp).
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -9,6 +8,7 @@
 
 #include "fp8q/checkpoint/pipeline.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "layouts/common.hpp"
 #include "pipeline/shared.hpp"
 #include "safetensors/text.hpp"
 
@@ -20,21 +20,6 @@ using detail::quote;
 // code section measures ~0 dB, a wrong scale far below 0; non-finite values measure NaN or -Inf.
 constexpr double kMinSqnrDb = 10.0;
 
-namespace {
-
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-std::string value_text(float v) {  // reads back as the same value
-  char b[32];
-  std::snprintf(b, sizeof b, "%.9g", static_cast<double>(v));
-  return b;
-}
-
-}  // namespace
 
 VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::filesystem::path& in, int threads) {
   const auto start = std::chrono::steady_clock::now();
@@ -92,19 +77,16 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
       for (const auto& c : companions)
         if (out.find(c) != nullptr) accounted.insert(c);
       // a static activation scale: one positive finite value of the weight's dtype
-      if (const ModelTensor* s = out.find(module + ".input_scale")) {
-        const TensorInfo& si = *s->info;
-        const auto bytes = out.bytes(*s);
-        if (si.dtype != info.dtype || si.shape != std::vector<std::uint64_t>{1}) {
-          r.problems.push_back("tensor " + quote(si.name) + " is " + std::string(dtype_name(si.dtype)) + " " +
-                               shape_text(si.shape) + "; the layout writes " + std::string(dtype_name(info.dtype)) + " [1]");
-        } else {
-          std::uint32_t bits = 0;
-          std::memcpy(&bits, bytes.data(), bytes.size());
-          const float v = si.dtype == DType::kF32 ? float_of(bits) : decode_f32(bits, si.dtype == DType::kBF16 ? kBF16 : kF16);
-          if (!(v > 0.0f) || !std::isfinite(v))
-            r.problems.push_back("tensor " + quote(si.name) + " is " + value_text(v) +
+      const std::string input_scale = module + ".input_scale";
+      if (out.find(input_scale) != nullptr) {
+        try {
+          const StoredTensor s = layouts::require(lookup, input_scale, info.dtype, {1});
+          const float v = layouts::decode_scales(s.bytes, info.dtype)[0];
+          if (!is_finite_positive(v))
+            r.problems.push_back("tensor " + quote(input_scale) + " is " + float_text(v) +
                                  ": an input scale must be finite and positive");
+        } catch (const FormatError& e) {
+          r.problems.push_back(e.what());
         }
       }
     } else {

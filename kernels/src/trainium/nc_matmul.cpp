@@ -47,6 +47,13 @@ void check_geometry(const std::string& instr, const char* name, std::size_t part
     fail(instr, n + ": " + std::to_string(bytes) + " bytes, the view needs " + std::to_string(want));
 }
 
+// The column sum t into its PSUM entry: fp32(psum + t), or for a tile's first instruction
+// fp32(+0 + t), as the models start PSUM at +0 (a t that rounded to -0, from MX products below
+// 2^-150, is stored as +0).
+void into_psum(float& psum, float t, bool accumulate) {
+  psum = add_round(exact_of(accumulate ? psum : 0.0f), exact_of(t));
+}
+
 void check_dst(const std::string& instr, const Psum& dst, std::size_t m, std::size_t n) {
   if (dst.rows != m || dst.cols != n || dst.values.size() != m * n)
     fail(instr, "dst: " + std::to_string(dst.rows) + " x " + std::to_string(dst.cols) + " with " +
@@ -150,10 +157,7 @@ void nc_matmul(const Psum& dst, const Tile& st, const Tile& mv, PerfMode mode, b
       // the column accumulator: t = fp32(t + a_k * b_k) in K order, from +0
       float t = 0.0f;
       for (std::size_t i = 0; i < k; ++i) t = add_round(exact_of(t), exact_product(a[i * st.free + m], b[i * mv.free + n]));
-      float& out = dst.values[m * mv.free + n];
-      // a tile's first instruction stores fp32(+0 + t), as the models start PSUM at +0: a
-      // column sum t that rounded to -0 (MX products below 2^-150) is stored as +0
-      out = add_round(exact_of(accumulate ? out : 0.0f), exact_of(t));
+      into_psum(dst.values[m * mv.free + n], t, accumulate);
     }
 }
 
@@ -191,10 +195,7 @@ void nc_matmul_mx(const Psum& dst, const X4Tile& st, const ScaleTile& st_scale, 
           t = add_round(exact_of(t), exact_of(sp));
         }
       }
-      float& out = dst.values[m * mv.free + n];
-      // a tile's first instruction stores fp32(+0 + t), as the models start PSUM at +0: a
-      // column sum t that rounded to -0 (MX products below 2^-150) is stored as +0
-      out = add_round(exact_of(accumulate ? out : 0.0f), exact_of(t));
+      into_psum(dst.values[m * mv.free + n], t, accumulate);
     }
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "fp8q/numerics/format.hpp"
 #include "fp8q/numerics/policy.hpp"
@@ -46,5 +47,12 @@ std::uint32_t bits_of(float x);
 float float_of(std::uint32_t bits);
 std::uint64_t bits_of(double x);
 double double_of(std::uint64_t bits);
+
+// Whether x is finite and > 0, read from its bits: under a caller's DAZ a subnormal compares
+// equal to 0, so a float comparison would refuse a valid multiplier.
+bool is_finite_positive(float x);
+// x in a message, with the 9 significant digits that read back as the same float
+// (std::to_string's six decimals print 1e-10 as 0.000000).
+std::string float_text(float x);
 
 }  // namespace fp8q
