@@ -81,6 +81,18 @@ class HistogramObserver {
 
   bool operator==(const HistogramObserver& o) const;
 
+  // ---- the state as 64-bit words (a tensor, a file) ------------------------------------------------
+  // A fixed-size image for (bins, tail): header words (tag, version, log2 bins, tail capacity,
+  // top exponent, count, zeros, amax and smallest-nonzero patterns, NaN / +Inf / -Inf counts,
+  // tail size), the bins' counts, then the tail in descending order padded with zeros.
+  // from_state(to_state()) == *this. from_state checks every field and every invariant the
+  // observer keeps (counts summing to the sample count, the range fitting the amax, the tail
+  // being the largest nonzero values, ...) and throws std::invalid_argument naming the first
+  // field that breaks one, so a state from anywhere is either a valid observer or an error.
+  static std::size_t state_words(int bins, int tail);
+  std::vector<std::uint64_t> to_state() const;
+  static HistogramObserver from_state(std::span<const std::uint64_t> words);
+
  private:
   template <class T>
   void observe_serial(std::span<const T> x);

@@ -1,0 +1,120 @@
+"""Quantized matmuls under a device profile's accumulation model (kernels/).
+
+``matmul(a, b)`` computes A [M, K] x B [K, N]; ``linear(x, w)`` computes x W^T with W [N, K]
+as ``nn.Linear`` holds it, so both operands are quantized along K and every granularity works
+(per tensor, per row / output channel, 1x128 by 128x128 blocks, MX). Profiles: trn2, trn3,
+ocp, hopper, fp32; ``model`` overrides the profile's (fp32_sequential, exact_block:32,
+systolic:128, fused:32:13:rtz, trainium3_mx:wrapx, ...).
+
+Example:
+    >>> import torch, fp8q
+    >>> a = fp8q.quantize(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "e4m3fn")
+    >>> w = fp8q.quantize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), "e4m3fn", granularity="row")
+    >>> fp8q.linear(a, w, profile="hopper").tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import torch
+
+from . import _args
+from .formats import FormatLike, get, name_of, unpack_fp4
+from .quantized import QuantizedTensor
+
+Operand = Union[QuantizedTensor, torch.Tensor]
+
+# QuantizedTensor granularity -> the GEMM's scaling of A (quantized [M, K]) / of B^T ([N, K])
+_A_SCALING = {"tensor": "tensor", "row": "row", "block1x128": "block128", "mx": "mx"}
+_BT_SCALING = {"tensor": "tensor", "row": "row", "block128x128": "block128", "mx": "mx"}
+# ... and of B quantized as [K, N]
+_B_SCALING = {"tensor": "tensor", "col": "row", "block128x128": "block128"}
+
+
+def _split(x: Operand, table: dict[str, str], name: str, fmt: Optional[FormatLike]):
+    if isinstance(x, QuantizedTensor):
+        if x.granularity not in table:
+            raise ValueError(
+                f"{name} is quantized {x.granularity}; here it takes {', '.join(table)} (or raw codes)"
+            )
+        if fmt is not None and get(fmt).name != x.format:
+            raise ValueError(f"{name} is {x.format} codes but {name}_format says {get(fmt).name}")
+        return x.codes, x.format, table[x.granularity], x.scales
+    _args.tensor(x, name)
+    return x, name_of(fmt), "none", None
+
+
+def matmul(
+    a: Operand,
+    b: Operand,
+    *,
+    profile: str,
+    model: Optional[str] = None,
+    c: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    out_dtype: torch.dtype = torch.float32,
+    a_format: Optional[FormatLike] = None,
+    b_format: Optional[FormatLike] = None,
+    trainium: bool = False,
+) -> torch.Tensor:
+    """D = epilogue(A x B) for A [M, K] and B [K, N] codes (QuantizedTensors or raw codes).
+
+    A may be quantized per tensor, per row or in 1x128 blocks (or MX); B per tensor, per column
+    or in 128x128 blocks (for MX B use ``linear``, which takes B^T). ``c`` (float32 [M, N]) and
+    ``bias`` (float32 [N]) are added after the scales; ``out_dtype`` float32 or bfloat16.
+    ``trainium=True`` runs the emulation of the Trainium instructions (same bits).
+
+    Example:
+        >>> import torch, fp8q
+        >>> a = torch.tensor([[1.0, 2.0]]).to(torch.float8_e4m3fn)
+        >>> b = torch.tensor([[3.0], [4.0]]).to(torch.float8_e4m3fn)
+        >>> fp8q.matmul(a, b, profile="trn3").tolist()
+        [[11.0]]
+    """
+    ac, af, asc, ascale = _split(a, _A_SCALING, "a", a_format)
+    bc, bf, bsc, bscale = _split(b, _B_SCALING, "b", b_format)
+    return torch.ops.fp8q.matmul(
+        ac, bc, profile, af, bf, asc, ascale, bsc, bscale, c, bias, model or "", out_dtype, trainium
+    )
+
+
+def _transpose_codes(codes: torch.Tensor, fmt: str) -> tuple[torch.Tensor, str]:
+    """W [N, K] codes -> B [K, N] codes, one a byte (e2m1 unpacked to uint8): data movement only."""
+    if get(fmt).packed:
+        return unpack_fp4(codes).t().contiguous(), fmt
+    return codes.t().contiguous(), fmt
+
+
+def linear(
+    x: Operand,
+    w: Operand,
+    bias: Optional[torch.Tensor] = None,
+    *,
+    profile: str,
+    model: Optional[str] = None,
+    c: Optional[torch.Tensor] = None,
+    out_dtype: torch.float32 = torch.float32,
+    x_format: Optional[FormatLike] = None,
+    w_format: Optional[FormatLike] = None,
+    trainium: bool = False,
+) -> torch.Tensor:
+    """y = x W^T (+ bias) for x [M, K] and W [N, K], both quantized along K (any granularity).
+
+    Example:
+        >>> import torch, fp8q
+        >>> x = fp8q.quantize(torch.ones(1, 64), "e4m3fn", granularity="mx")
+        >>> w = fp8q.quantize(torch.full((2, 64), 0.5), "e4m3fn", granularity="mx")
+        >>> fp8q.linear(x, w, profile="ocp").tolist()
+        [[32.0, 32.0]]
+    """
+    ac, af, asc, ascale = _split(x, _A_SCALING, "x", x_format)
+    wc, wf, wsc, wscale = _split(w, _BT_SCALING, "w", w_format)
+    bc, bf = _transpose_codes(wc, wf or get(wc.dtype).name)
+    bscale = None if wscale is None else wscale.t().contiguous() if wsc in ("block128", "mx") else wscale.reshape(1, -1)
+    if wsc == "tensor":
+        bscale = wscale
+    return torch.ops.fp8q.matmul(
+        ac, bc, profile, af, bf, asc, ascale, wsc, bscale, c, bias, model or "", out_dtype, trainium
+    )

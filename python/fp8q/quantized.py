@@ -1,0 +1,126 @@
+"""Quantized tensors: codes plus the scales of their blocks (quant/quantized_tensor.hpp).
+
+Example:
+    >>> import torch, fp8q
+    >>> w = torch.tensor([[0.5, -1.0, 2.0, 4.0], [8.0, 0.25, -16.0, 1.0]])
+    >>> q = fp8q.quantize(w, "e4m3fn", granularity="row")
+    >>> q.scales.flatten().tolist()  # scale_inv = amax / 448 per row
+    [0.008928571827709675, 0.0357142873108387]
+    >>> torch.equal(q.dequantize(), w)
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import torch
+
+from . import _args
+from .conversion import NanPolicy, Overflow, Rounding, ScaleOp
+from .formats import FormatLike, get
+
+MxRule = Literal["floor", "ceil", "even", "rceil", "trainium3"]
+
+
+@dataclass(frozen=True)
+class QuantizedTensor:
+    """A tensor as element codes and block scales.
+
+    ``codes`` has the original shape (e2m1: ``float4_e2m1fn_x2``, the last dimension halved);
+    ``scales`` is ``[grid_rows, grid_cols]`` over the matrix view ``[prod(shape[:-1]), shape[-1]]``:
+    float32 ``scale_inv`` (x ~= decode(q) * scale_inv) for tensor / row / col / block<R>x<C>,
+    ``float8_e8m0fnu`` for mx (blocks of 32 along the last dimension).
+    """
+
+    codes: torch.Tensor
+    scales: torch.Tensor
+    format: str
+    granularity: str
+
+    @property
+    def shape(self) -> torch.Size:
+        """The shape of the original tensor (e2m1 codes unpacked)."""
+        s = list(self.codes.shape)
+        if get(self.format).packed:
+            s[-1] *= 2
+        return torch.Size(s)
+
+    def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """fp32(decode(q) * scale) per element, then rounded to ``dtype`` (float32, bfloat16, float16)."""
+        return dequantize(self, dtype)
+
+
+def quantize(
+    x: torch.Tensor,
+    format: FormatLike = "e4m3fn",
+    *,
+    granularity: str = "tensor",
+    scale_op: ScaleOp = "multiply",
+    margin: int = 0,
+    amax_epsilon: float = 0.0,
+    power_of_two: bool = False,
+    mx_rule: MxRule = "floor",
+    rounding: Rounding = "rne",
+    overflow: Overflow = "saturate",
+    nan: NanPolicy = "error",
+    seed: int = 0,
+    offset: int = 0,
+) -> QuantizedTensor:
+    """Quantizes a float32 / bfloat16 / float16 tensor, each block scaled by its own amax.
+
+    ``granularity``: tensor, row, col, block<R>x<C> (block1x128, block128x128), mx. For the
+    non-MX ones, ``scale_op="multiply"`` computes scale = fp32(max / amax) and q = convert(fp32(x *
+    scale)) (Transformer Engine), ``"divide"`` scale_inv = fp32(amax / max) and q =
+    convert(fp32(x / scale_inv)) (DeepSeek-V3, compressed-tensors). For mx, ``mx_rule`` picks the
+    E8M0 scale (floor: OCP; ceil; even: torchao; rceil: Transformer Engine; trainium3: NKI
+    quantize_mx).
+
+    Example:
+        >>> import torch, fp8q
+        >>> x = torch.arange(64, dtype=torch.float32).reshape(1, 64)
+        >>> q = fp8q.quantize(x, "e4m3fn", granularity="mx", mx_rule="trainium3")
+        >>> q.scales.view(torch.uint8).tolist()  # 2^(floor(log2 31) - 7), 2^(floor(log2 63) - 7)
+        [[124, 125]]
+    """
+    _args.tensor(x, "x")
+    codes, scales = torch.ops.fp8q.quantize(
+        x,
+        get(format).name,
+        granularity,
+        scale_op,
+        margin,
+        amax_epsilon,
+        power_of_two,
+        mx_rule,
+        rounding,
+        overflow,
+        nan,
+        _args.u64(seed, "seed"),
+        _args.u64(offset, "offset"),
+    )
+    return QuantizedTensor(codes, scales, get(format).name, granularity)
+
+
+def dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The tensor a QuantizedTensor stands for, in ``dtype`` (see QuantizedTensor.dequantize).
+
+    Example:
+        >>> import torch, fp8q
+        >>> q = fp8q.quantize(torch.tensor([3.0, -7.0]), "e5m2")
+        >>> fp8q.dequantize(q, torch.bfloat16).tolist()
+        [3.0, -7.0]
+    """
+    if not isinstance(q, QuantizedTensor):
+        raise TypeError(f"q must be a QuantizedTensor, not {type(q).__name__}")
+    return torch.ops.fp8q.dequantize(q.codes, q.scales, q.granularity, q.format, dtype)
+
+
+def from_codes(
+    codes: torch.Tensor, scales: torch.Tensor, granularity: str, format: Optional[FormatLike] = None
+) -> QuantizedTensor:
+    """A QuantizedTensor from stored codes and scales (a checkpoint's), checked by dequantizing meta tensors."""
+    fmt = get(format).name if format is not None else get(codes.dtype).name
+    torch.ops.fp8q.dequantize(codes.to("meta"), scales.to("meta"), granularity, fmt, torch.float32)
+    return QuantizedTensor(codes, scales, fmt, granularity)

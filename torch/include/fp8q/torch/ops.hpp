@@ -1,0 +1,133 @@
+// fp8q/torch/ops.hpp: fp8q's operators on torch tensors, for LibTorch programs. The same
+// functions are registered as torch.ops.fp8q.* (TORCH_LIBRARY(fp8q, ...)), each with a meta
+// kernel so torch.compile traces it; the Python package wraps them. They add no numerics of
+// their own: each calls the library (docs/numerics.md fixes every bit), so C++, Python and the
+// fp8q tool give the same bits, for any at::get_num_threads() (the library's thread count)
+// and any floating-point environment of the caller.
+//
+// Tensors (docs/python.md): CPU, contiguous, dense. A format torch has travels as that dtype
+// (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu scales,
+// float4_e2m1fn_x2 with two codes a byte, element 2i in the low nibble); a format torch lacks
+// (Trainium2's IEEE-style e4m3, e3m4, e2m3, e3m2) travels as uint8 codes, one a byte, with its
+// format named. uint8 codes of any narrow format are accepted wherever codes are read. Sources
+// are float32, bfloat16, float16 (and float64 for convert). A format argument left empty
+// takes the tensor's own dtype's format.
+//
+// Errors: c10::TypeError for a wrong dtype, c10::ValueError for everything else (device,
+// shape, contiguity, a name that is not a format or policy, the library's own checks); each
+// names the argument. No op writes to its inputs.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <tuple>
+
+namespace fp8q::torch {
+
+// ---- conversions -------------------------------------------------------------------------------
+// x (elements of `from`) converted to `to`: the bulk conversion (numerics/bulk.hpp). rounding
+// rne rna rtz rup rdn rto sr; overflow saturate | inf-nan; nan error | zero (NaN into a format
+// without NaN); seed / offset key stochastic rounding (their 64 bits); scale: a 1-element
+// float32 tensor, converting fp32(x * scale) (scale_op multiply) or fp32(x / scale) (divide).
+// The result has x's shape, except that e2m1 packs two codes a byte along the last dimension.
+at::Tensor convert(const at::Tensor& x, std::string_view to, std::string_view from = "",
+                   std::string_view rounding = "rne", std::string_view overflow = "saturate",
+                   std::string_view nan = "error", std::int64_t seed = 0, std::int64_t offset = 0,
+                   const std::optional<at::Tensor>& scale = std::nullopt, std::string_view scale_op = "multiply");
+
+// The largest |x| of each block of the granularity (tensor, row, col, block<R>x<C>, mx) over x's
+// matrix view [prod(shape[:-1]), shape[-1]]: float32 [grid_rows, grid_cols]. NaN if a block
+// holds a NaN. x: float32, bfloat16 or float16.
+at::Tensor amax(const at::Tensor& x, std::string_view granularity = "tensor");
+
+// The per-tensor scale rule of an amax tensor, elementwise (quant/scale_rules.hpp):
+// scale_op multiply gives scale = fp32(max / amax) (what q = x * scale uses), divide gives
+// scale_inv = fp32(amax / max) (q = x / scale_inv). margin, amax_epsilon, power_of_two as there.
+at::Tensor scale_from_amax(const at::Tensor& amax, std::string_view format, std::string_view scale_op = "multiply",
+                           std::int64_t margin = 0, double amax_epsilon = 0.0, bool power_of_two = false);
+
+// The fused cast + transpose of a 2-D float32 / bfloat16 / float16 x by one per-tensor
+// scale: (q [R, C], qt [C, R], amax float32 0-d), equal to convert + transpose + amax.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cast_transpose(
+    const at::Tensor& x, std::string_view to, const std::optional<at::Tensor>& scale = std::nullopt,
+    std::string_view rounding = "rne", std::string_view overflow = "saturate", std::string_view nan = "error",
+    std::int64_t seed = 0, std::int64_t offset = 0);
+
+// ---- quantized tensors -------------------------------------------------------------------------
+// quantize (quant/quantized_tensor.hpp): codes (x's shape, e2m1 packed) and scales over the
+// granularity's grid of x's matrix view, [grid_rows, grid_cols]: float32 scale_inv (the
+// dequantization multiplier) for tensor / row / col / block<R>x<C>, float8_e8m0fnu for mx.
+// scale_op multiply or divide (not mx); margin, amax_epsilon, power_of_two: the amax -> scale
+// rule; mx_rule floor ceil even rceil trainium3.
+std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_view format,
+                                            std::string_view granularity = "tensor",
+                                            std::string_view scale_op = "multiply", std::int64_t margin = 0,
+                                            double amax_epsilon = 0.0, bool power_of_two = false,
+                                            std::string_view mx_rule = "floor", std::string_view rounding = "rne",
+                                            std::string_view overflow = "saturate", std::string_view nan = "error",
+                                            std::int64_t seed = 0, std::int64_t offset = 0);
+
+// The inverse: fp32(decode(q) * scale) per element, then rounded to dtype (float32, bfloat16,
+// float16) nearest-even. codes and scales as quantize returns them; format empty: codes' own.
+at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::string_view granularity = "tensor",
+                      std::string_view format = "", at::ScalarType dtype = at::kFloat);
+
+// ---- calibration ---------------------------------------------------------------------------------
+// A histogram observer (calib/histogram.hpp) as an int64 state tensor of fixed size for its
+// bins and tail: new, observe (returns the new state), merge (exact), and the four
+// calibrators (max, percentile, mse, entropy) giving the amax as a float32 0-d tensor.
+at::Tensor histogram_new(std::int64_t bins = 2048, std::int64_t tail = 256);
+at::Tensor histogram_observe(const at::Tensor& state, const at::Tensor& x);
+at::Tensor histogram_merge(const at::Tensor& a, const at::Tensor& b);
+at::Tensor calibrate(const at::Tensor& state, std::string_view method, std::string_view format,
+                     double percentile = 99.99, std::int64_t margin = 0, double amax_epsilon = 0.0,
+                     bool power_of_two = false);
+
+// ---- matmul -----------------------------------------------------------------------------------
+// D = epilogue(A x B) under a device profile (trn2 trn3 ocp hopper fp32) and its model or
+// `model` (kernels/gemm.hpp, kernels/profile.hpp). a: [M, K] codes, b: [K, N] codes. Scaling of
+// each operand: none, tensor (1 scale_inv), row (A: M, B: N: per output channel), block128
+// (A [M, ceil(K/128)], B [ceil(K/128), ceil(N/128)]), mx (E8M0: A [M, ceil(K/32)], B
+// [ceil(K/32), N]); scale tensors are float32 scale_inv or float8_e8m0fnu / uint8 for mx.
+// c: optional float32 [M, N] epilogue term, bias: optional float32 [N]. out_dtype float32 or
+// bfloat16. trainium true runs the Trainium instruction emulation (kernels/trainium.hpp), the
+// same bits by construction and test.
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view profile,
+                  std::string_view a_format = "", std::string_view b_format = "",
+                  std::string_view a_scaling = "none", const std::optional<at::Tensor>& a_scale = std::nullopt,
+                  std::string_view b_scaling = "none", const std::optional<at::Tensor>& b_scale = std::nullopt,
+                  const std::optional<at::Tensor>& c = std::nullopt,
+                  const std::optional<at::Tensor>& bias = std::nullopt, std::string_view model = "",
+                  at::ScalarType out_dtype = at::kFloat, bool trainium = false);
+
+// ---- Trainium instructions (kernels/trainium.hpp) --------------------------------------------
+// nc_matmul: psum (+)= stationary.T @ moving. stationary [K, M] and moving [K, N] codes (or
+// bfloat16), K on the partitions (<= 128; double_row: [K, M, 2] pairs, K <= 128 pairs).
+// perf_mode none | double_row. psum: float32 [M, N] to accumulate into (a new tensor is
+// returned; psum is not written), or none to start a tile.
+at::Tensor nc_matmul(const at::Tensor& stationary, const at::Tensor& moving, std::string_view stationary_format = "",
+                     std::string_view moving_format = "", std::string_view perf_mode = "none",
+                     const std::optional<at::Tensor>& psum = std::nullopt);
+// nc_matmul_mx: x4 tiles as uint8 images [P, F, 4] (fp8 x4) or [P, F, 2] (fp4 x4), scales
+// [P, F] E8M0 (float8_e8m0fnu or uint8) in the quadrant placement; x4 types
+// float8_e4m3fn_x4 float8_e5m2_x4 float4_e2m1fn_x4. The two assumptions of docs/numerics.md
+// (exact partition sum, single-rounding add) are parameters.
+at::Tensor nc_matmul_mx(const at::Tensor& stationary, const at::Tensor& stationary_scale, const at::Tensor& moving,
+                        const at::Tensor& moving_scale, std::string_view stationary_type,
+                        std::string_view moving_type, const std::optional<at::Tensor>& psum = std::nullopt,
+                        bool exact_partition_sum = true, bool single_rounding_add = true);
+
+// Trainium3 layouts (quant/trainium3_layout.hpp), layout wrapX | 1x32: [K, N] codes (one a
+// byte) to the on-chip image [128, T, N, 4] (T = ceil(K / 512)) and back; compact [blocks, N]
+// E8M0 scales to the [128, T, N] scale tile and back; x4 packing of codes (fp4: two a byte).
+at::Tensor trn3_pack_codes(const at::Tensor& codes, std::string_view layout);
+at::Tensor trn3_unpack_codes(const at::Tensor& onchip, std::string_view layout, std::int64_t k);
+at::Tensor trn3_pack_scales(const at::Tensor& scales, std::string_view layout, std::int64_t k);
+at::Tensor trn3_unpack_scales(const at::Tensor& onchip, std::string_view layout, std::int64_t k);
+at::Tensor pack_x4(const at::Tensor& codes, std::string_view type);
+at::Tensor unpack_x4(const at::Tensor& image, std::string_view type);
+
+}  // namespace fp8q::torch

@@ -1,0 +1,119 @@
+// torch/src/convert_ops.cpp: convert, amax, scale_from_amax and cast_transpose on tensors.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+
+#include "fp8q/numerics/bulk.hpp"
+#include "fp8q/numerics/cast_transpose.hpp"
+#include "fp8q/quant/amax.hpp"
+#include "fp8q/quant/granularity.hpp"
+#include "fp8q/quant/quantized_tensor.hpp"
+#include "fp8q/quant/scale_rules.hpp"
+#include "fp8q/torch/ops.hpp"
+#include "tensor_args.hpp"
+
+namespace fp8q::torch {
+
+using namespace detail;
+
+at::Tensor convert(const at::Tensor& x, std::string_view to, std::string_view from, std::string_view rounding,
+                   std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset,
+                   const std::optional<at::Tensor>& scale, std::string_view scale_op) {
+  return guarded("convert", [&] {
+    check_tensor(x, "x");
+    const FormatId src = resolve_format(x, from, "x");
+    const FormatId dst = parse_format_arg(to, "to");
+    ConvertOptions o = convert_options(rounding, overflow, nan, seed, offset);
+    o.scale = scalar_scale(scale, "scale");
+    o.scale_op = parse_scale_op_arg(scale_op);
+    std::vector<std::int64_t> shape = x.sizes().vec();  // of the elements, e2m1 unpacked
+    if (packed_fp4(x, src)) shape.back() *= 2;
+    at::Tensor out = at::empty(code_shape(shape, dst, "x"), x.options().dtype(dtype_of(dst)));
+    if (!compute(x)) return out;
+    std::vector<std::uint8_t> unpacked;
+    std::span<const std::byte> in = bytes(x);
+    if (packed_fp4(x, src)) {
+      unpacked = codes_of(x, src, "x");
+      in = std::as_bytes(std::span(unpacked));
+    }
+    BulkOptions bulk;
+    bulk.threads = threads();
+    if (dst == FormatId::kE2M1) {
+      std::vector<std::uint8_t> codes(static_cast<std::size_t>(numel_of(shape)));
+      fp8q::convert(in, format_of(src), std::as_writable_bytes(std::span(codes)), format_of(dst), o, bulk);
+      pack_fp4(codes, mutable_u8(out));
+    } else {
+      fp8q::convert(in, format_of(src), mutable_bytes(out), format_of(dst), o, bulk);
+    }
+    return out;
+  });
+}
+
+at::Tensor amax(const at::Tensor& x, std::string_view granularity) {
+  return guarded("amax", [&] {
+    check_tensor(x, "x");
+    const Format& from = source_format(x, "x");
+    const Granularity g = parse_granularity_arg(granularity);
+    const auto shape = unsigned_shape(x.sizes());
+    const BlockGrid grid = block_grid(g, matrix_shape(shape));
+    const bool lone = g.kind == GranularityKind::kTensor;  // [1, 1], +0 for an empty tensor
+    at::Tensor out = grid_tensor(lone ? 1 : grid.grid_rows(), lone ? 1 : grid.grid_cols(), x, at::kFloat);
+    if (!compute(x) || grid.grid_size() == 0) return out;
+    block_amax(bytes(x), from, grid, mutable_f32(out), threads());
+    return out;
+  });
+}
+
+at::Tensor scale_from_amax(const at::Tensor& amax, std::string_view format, std::string_view scale_op,
+                           std::int64_t margin, double amax_epsilon, bool power_of_two) {
+  return guarded("scale_from_amax", [&] {
+    check_tensor(amax, "amax");
+    check_dtype(amax, at::kFloat, "amax");
+    const Format& target = format_of(parse_format_arg(format, "format"));
+    const ScaleOp op = parse_scale_op_arg(scale_op);
+    const AmaxScaleOptions o = amax_scale_options(margin, amax_epsilon, power_of_two);
+    at::Tensor out = at::empty(amax.sizes(), amax.options());
+    if (!compute(amax)) return out;
+    const auto in = f32(amax);
+    const auto dst = mutable_f32(out);
+    for (std::size_t i = 0; i < in.size(); ++i)
+      dst[i] = op == ScaleOp::kMultiply ? fp8q::scale_from_amax(in[i], target, o) : scale_inv_from_amax(in[i], target, o);
+    return out;
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cast_transpose(const at::Tensor& x, std::string_view to,
+                                                              const std::optional<at::Tensor>& scale,
+                                                              std::string_view rounding, std::string_view overflow,
+                                                              std::string_view nan, std::int64_t seed,
+                                                              std::int64_t offset) {
+  return guarded("cast_transpose", [&] {
+    check_tensor(x, "x");
+    check_dims(x, 2, "x");
+    const Format& from = source_format(x, "x");
+    const FormatId dst = parse_format_arg(to, "to");
+    ConvertOptions o = convert_options(rounding, overflow, nan, seed, offset);
+    o.scale = scalar_scale(scale, "scale");
+    const std::int64_t rows = x.size(0), cols = x.size(1);
+    const auto opts = x.options().dtype(dtype_of(dst));
+    at::Tensor q = at::empty(code_shape({rows, cols}, dst, "x"), opts);
+    at::Tensor qt = at::empty(code_shape({cols, rows}, dst, "x transposed"), opts);
+    at::Tensor a = at::empty({}, x.options().dtype(at::kFloat));
+    if (!compute(x)) return std::make_tuple(q, qt, a);
+    const auto r = static_cast<std::size_t>(rows), c = static_cast<std::size_t>(cols);
+    BulkOptions bulk;
+    bulk.threads = threads();
+    float m = 0;
+    if (dst == FormatId::kE2M1) {
+      std::vector<std::uint8_t> cq(r * c), cqt(r * c);
+      m = fp8q::cast_transpose(bytes(x), from, r, c, cq, cqt, format_of(dst), o, bulk);
+      pack_fp4(cq, mutable_u8(q));
+      pack_fp4(cqt, mutable_u8(qt));
+    } else {
+      m = fp8q::cast_transpose(bytes(x), from, r, c, mutable_u8(q), mutable_u8(qt), format_of(dst), o, bulk);
+    }
+    *a.mutable_data_ptr<float>() = m;
+    return std::make_tuple(q, qt, a);
+  });
+}
+
+}  // namespace fp8q::torch

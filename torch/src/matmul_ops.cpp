@@ -1,0 +1,141 @@
+// torch/src/matmul_ops.cpp: the quantized GEMM of a device profile (kernels/gemm.hpp,
+// kernels/profile.hpp, kernels/trainium.hpp) on tensors.
+#include <ATen/ops/empty.h>
+
+#include "fp8q/kernels/gemm.hpp"
+#include "fp8q/kernels/profile.hpp"
+#include "fp8q/kernels/trainium.hpp"
+#include "fp8q/torch/ops.hpp"
+#include "tensor_args.hpp"
+
+namespace fp8q::torch {
+
+using namespace detail;
+
+namespace {
+OperandScaling parse_scaling(std::string_view name, const char* arg) {
+  if (name == "none") return OperandScaling::kNone;
+  if (name == "tensor") return OperandScaling::kTensor;
+  if (name == "row") return OperandScaling::kPerRow;
+  if (name == "block128") return OperandScaling::kBlock128;
+  if (name == "mx") return OperandScaling::kMx32;
+  TORCH_CHECK_VALUE(false, arg, ": unknown scaling '", std::string(name), "' (one of: none tensor row block128 mx)");
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); }
+
+// One operand: its codes (one a byte) and scales, checked against the scaling's shape.
+struct Operand {
+  std::vector<std::uint8_t> codes;
+  std::vector<float> scale_inv;
+  std::vector<std::uint8_t> mx;
+  GemmOperand view(FormatId f, OperandScaling s) const { return {f, codes, s, scale_inv, mx}; }
+};
+
+void load_scales(Operand& op, OperandScaling s, const std::optional<at::Tensor>& t, std::vector<std::int64_t> want,
+                 const at::Tensor& ref, const char* arg) {
+  if (s == OperandScaling::kNone) {
+    TORCH_CHECK_VALUE(!t.has_value(), arg, " is given but the scaling is none");
+    return;
+  }
+  TORCH_CHECK_VALUE(t.has_value(), arg, " is missing: the scaling needs scales of shape ", shape_text(want));
+  check_tensor(*t, arg);
+  check_same_device(*t, ref, arg, "a");
+  if (s == OperandScaling::kMx32)
+    check_e8m0(*t, arg);
+  else
+    check_dtype(*t, at::kFloat, arg);
+  // a per-tensor scale may be 0-d or hold one element in any shape; the others are exact
+  const bool ok = s == OperandScaling::kTensor ? t->numel() == 1
+                                               : (t->sizes().vec() == want ||
+                                                  (s == OperandScaling::kPerRow && t->dim() == 1 &&
+                                                   t->numel() == numel_of(want)));
+  TORCH_CHECK_VALUE(ok, arg, " has shape ", shape_text(t->sizes()), "; expected ", shape_text(want));
+  if (t->is_meta()) return;
+  if (s == OperandScaling::kMx32) {
+    const auto b = u8(*t);
+    op.mx.assign(b.begin(), b.end());
+  } else {
+    const auto v = f32(*t);
+    op.scale_inv.assign(v.begin(), v.end());
+  }
+}
+}  // namespace
+
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view profile, std::string_view a_format,
+                  std::string_view b_format, std::string_view a_scaling, const std::optional<at::Tensor>& a_scale,
+                  std::string_view b_scaling, const std::optional<at::Tensor>& b_scale,
+                  const std::optional<at::Tensor>& c, const std::optional<at::Tensor>& bias, std::string_view model,
+                  at::ScalarType out_dtype, bool trainium) {
+  return guarded("matmul", [&] {
+    check_tensor(a, "a");
+    check_tensor(b, "b");
+    check_same_device(b, a, "b", "a");
+    check_dims(a, 2, "a");
+    check_dims(b, 2, "b");
+    const FormatId fa = resolve_format(a, a_format, "a"), fb = resolve_format(b, b_format, "b");
+    TORCH_CHECK_VALUE(is_narrow(fa) && fa != FormatId::kE8M0, "a: ", std::string(format_of(fa).name),
+                      " is not an element format (a holds codes)");
+    TORCH_CHECK_VALUE(is_narrow(fb) && fb != FormatId::kE8M0, "b: ", std::string(format_of(fb).name),
+                      " is not an element format (b holds codes)");
+    const std::int64_t m = a.size(0), k = a.size(1) * (packed_fp4(a, fa) ? 2 : 1);
+    const std::int64_t kb = b.size(0), n = b.size(1) * (packed_fp4(b, fb) ? 2 : 1);
+    TORCH_CHECK_VALUE(k == kb, "a is [", m, ", ", k, "] and b is [", kb, ", ", n, "]: K differs");
+    TORCH_CHECK_TYPE(out_dtype == at::kFloat || out_dtype == at::kBFloat16, "out_dtype: ", out_dtype,
+                     " is not float32 or bfloat16");
+    const auto pid = parse_profile(profile);
+    TORCH_CHECK_VALUE(pid.has_value(), "profile: unknown '", std::string(profile),
+                      "' (one of: trn2 trn3 ocp hopper fp32)");
+    std::optional<AccumulationModel> override;
+    if (!model.empty()) {
+      override = parse_model(model);
+      TORCH_CHECK_VALUE(override.has_value(), "model: unknown '", std::string(model),
+                        "' (e.g. fp32_sequential, exact_block:32, systolic:128, fused:32:13:rtz, trainium3_mx:wrapx)");
+    }
+    const OperandScaling sa = parse_scaling(a_scaling, "a_scaling"), sb = parse_scaling(b_scaling, "b_scaling");
+    Operand oa, ob;
+    const auto kt = ceil_div(k, 128), kx = ceil_div(k, 32);
+    const auto want = [&](OperandScaling s, bool is_a) -> std::vector<std::int64_t> {
+      switch (s) {
+        case OperandScaling::kPerRow: return is_a ? std::vector<std::int64_t>{m, 1} : std::vector<std::int64_t>{1, n};
+        case OperandScaling::kBlock128: return is_a ? std::vector<std::int64_t>{m, kt} : std::vector<std::int64_t>{kt, ceil_div(n, 128)};
+        case OperandScaling::kMx32: return is_a ? std::vector<std::int64_t>{m, kx} : std::vector<std::int64_t>{kx, n};
+        default: return {1};
+      }
+    };
+    load_scales(oa, sa, a_scale, want(sa, true), a, "a_scale");
+    load_scales(ob, sb, b_scale, want(sb, false), a, "b_scale");
+    std::vector<float> cv, bv;
+    if (c) {
+      check_tensor(*c, "c");
+      check_dtype(*c, at::kFloat, "c");
+      TORCH_CHECK_VALUE(c->dim() == 2 && c->size(0) == m && c->size(1) == n, "c has shape ", shape_text(c->sizes()),
+                        "; expected [", m, ", ", n, "]");
+    }
+    if (bias) {
+      check_tensor(*bias, "bias");
+      check_dtype(*bias, at::kFloat, "bias");
+      TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "bias has shape ", shape_text(bias->sizes()),
+                        "; expected [", n, "]");
+    }
+    at::Tensor out = at::empty({m, n}, a.options().dtype(out_dtype));
+    if (!compute(a)) return out;
+    oa.codes = codes_of(a, fa, "a");
+    ob.codes = codes_of(b, fb, "b");
+    if (c) cv.assign(f32(*c).begin(), f32(*c).end());
+    if (bias) bv.assign(f32(*bias).begin(), f32(*bias).end());
+    const GemmArgs args{.m = static_cast<std::size_t>(m), .n = static_cast<std::size_t>(n),
+                        .k = static_cast<std::size_t>(k), .a = oa.view(fa, sa), .b = ob.view(fb, sb), .c = cv,
+                        .bias = bv};
+    const GemmOptions opts = gemm_options(device_profile(*pid), args, override, threads());
+    if (out_dtype == at::kFloat) {
+      trainium ? trn::gemm_trainium(args, opts, mutable_f32(out)) : gemm(args, opts, mutable_f32(out));
+    } else {
+      std::span<std::uint16_t> o{static_cast<std::uint16_t*>(out.mutable_data_ptr()), static_cast<std::size_t>(m * n)};
+      trainium ? trn::gemm_trainium(args, opts, o) : gemm(args, opts, o);
+    }
+    return out;
+  });
+}
+
+}  // namespace fp8q::torch

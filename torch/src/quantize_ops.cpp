@@ -1,0 +1,111 @@
+// torch/src/quantize_ops.cpp: quantize / dequantize (quant/quantized_tensor.hpp) on tensors.
+#include <ATen/ops/empty.h>
+
+#include <cstring>
+
+#include "fp8q/quant/granularity.hpp"
+#include "fp8q/quant/quantized_tensor.hpp"
+#include "fp8q/torch/ops.hpp"
+#include "tensor_args.hpp"
+
+namespace fp8q::torch {
+
+using namespace detail;
+
+namespace {
+// The scales' tensor shape: the grid, [1, 1] for a per-tensor scale (also of an empty tensor).
+std::pair<std::size_t, std::size_t> scale_grid(const Granularity& g, const BlockGrid& grid) {
+  if (g.kind == GranularityKind::kTensor) return {1, 1};
+  return {grid.grid_rows(), grid.grid_cols()};
+}
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_view format,
+                                            std::string_view granularity, std::string_view scale_op,
+                                            std::int64_t margin, double amax_epsilon, bool power_of_two,
+                                            std::string_view mx_rule, std::string_view rounding,
+                                            std::string_view overflow, std::string_view nan, std::int64_t seed,
+                                            std::int64_t offset) {
+  return guarded("quantize", [&] {
+    check_tensor(x, "x");
+    const Format& from = source_format(x, "x");
+    QuantizeOptions o;
+    o.element = parse_format_arg(format, "format");
+    o.granularity = parse_granularity_arg(granularity);
+    o.apply = parse_scale_op_arg(scale_op);
+    o.amax = amax_scale_options(margin, amax_epsilon, power_of_two);
+    const auto rule = parse_mx_scale_rule(mx_rule);
+    TORCH_CHECK_VALUE(rule.has_value(), "mx_rule: unknown '", std::string(mx_rule),
+                      "' (one of: floor ceil even rceil trainium3)");
+    o.mx_rule = *rule;
+    o.convert = convert_options(rounding, overflow, nan, seed, offset);
+    o.bulk.threads = threads();
+    const bool mx = o.granularity.kind == GranularityKind::kMx;
+    TORCH_CHECK_VALUE(!mx || o.apply == ScaleOp::kMultiply, "scale_op: MX scales are powers of two applied exactly; "
+                      "scale_op divide applies to the other granularities");
+    const auto shape = unsigned_shape(x.sizes());
+    const BlockGrid grid = block_grid(o.granularity, matrix_shape(shape));
+    const auto [gr, gc] = scale_grid(o.granularity, grid);
+    at::Tensor codes = at::empty(code_shape(x.sizes(), o.element, "x"), x.options().dtype(dtype_of(o.element)));
+    at::Tensor scales = grid_tensor(gr, gc, x, mx ? at::ScalarType::Float8_e8m0fnu : at::kFloat);
+    if (!compute(x)) return std::make_tuple(codes, scales);
+    const QuantizedTensor q = fp8q::quantize(bytes(x), from, shape, o);
+    std::memcpy(codes.mutable_data_ptr(), q.codes.data(), q.codes.size());
+    if (mx)
+      std::memcpy(scales.mutable_data_ptr(), q.scales.data(), q.scales.size());
+    else
+      std::memcpy(scales.mutable_data_ptr(), q.scale_inv.data(), q.scale_inv.size() * sizeof(float));
+    return std::make_tuple(codes, scales);
+  });
+}
+
+at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::string_view granularity,
+                      std::string_view format, at::ScalarType dtype) {
+  return guarded("dequantize", [&] {
+    check_tensor(codes, "codes");
+    check_tensor(scales, "scales");
+    check_same_device(scales, codes, "scales", "codes");
+    QuantizedTensor q;
+    q.element = resolve_format(codes, format, "codes");
+    TORCH_CHECK_VALUE(is_narrow(q.element) && q.element != FormatId::kE8M0, "format: ",
+                      std::string(format_of(q.element).name), " is not an element format");
+    q.granularity = parse_granularity_arg(granularity);
+    const bool mx = q.granularity.kind == GranularityKind::kMx;
+    TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf, "dtype: ", dtype,
+                     " is not float32, bfloat16 or float16");
+    const Format& to = dtype == at::kFloat ? kF32 : dtype == at::kBFloat16 ? kBF16 : kF16;
+    std::vector<std::int64_t> shape = codes.sizes().vec();
+    if (q.element == FormatId::kE2M1) {
+      TORCH_CHECK_TYPE(packed_fp4(codes, q.element), "codes: e2m1 codes are float4_e2m1fn_x2 (two a byte), not ",
+                       codes.scalar_type());
+      TORCH_CHECK_VALUE(!shape.empty(), "codes: a 0-d tensor cannot hold packed e2m1 codes");
+      shape.back() *= 2;
+    }
+    q.shape = unsigned_shape(shape);
+    q.grid = block_grid(q.granularity, matrix_shape(q.shape));
+    const auto [gr, gc] = scale_grid(q.granularity, q.grid);
+    if (mx)
+      check_e8m0(scales, "scales");
+    else
+      check_dtype(scales, at::kFloat, "scales");
+    TORCH_CHECK_VALUE(scales.dim() == 2 && scales.size(0) == static_cast<std::int64_t>(gr) &&
+                          scales.size(1) == static_cast<std::int64_t>(gc),
+                      "scales has shape ", shape_text(scales.sizes()), "; the ", std::string(granularity),
+                      " grid of codes of shape ", shape_text(shape), " is [", gr, ", ", gc, "]");
+    at::Tensor out = at::empty(shape, codes.options().dtype(dtype));
+    if (!compute(codes)) return out;
+    const auto raw = u8(codes);
+    q.codes.assign(raw.begin(), raw.end());
+    if (mx) {
+      const auto s = u8(scales);
+      q.scales.assign(s.begin(), s.end());
+    } else {
+      const auto s = f32(scales);
+      q.scale_inv.assign(s.begin(), s.end());
+    }
+    fp8q::dequantize(q, mutable_bytes(out), to, threads());
+    return out;
+  });
+}
+
+}  // namespace fp8q::torch

@@ -1,0 +1,69 @@
+// torch/src/register.cpp: the fp8q operator library, TORCH_LIBRARY(fp8q, ...). Every op has
+// one function (fp8q/torch/ops.hpp) registered for CPU and for Meta: on meta tensors it only
+// checks its arguments and returns outputs of the right shapes and dtypes, which is what
+// torch.compile's fake tensors trace. seed and offset carry 64-bit values as int64 bits.
+#include <torch/library.h>
+
+#include "fp8q/torch/ops.hpp"
+
+TORCH_LIBRARY(fp8q, m) {
+  m.def("convert(Tensor x, str to, str from_format='', str rounding='rne', str overflow='saturate', "
+        "str nan='error', int seed=0, int offset=0, Tensor? scale=None, str scale_op='multiply') -> Tensor");
+  m.def("amax(Tensor x, str granularity='tensor') -> Tensor");
+  m.def("scale_from_amax(Tensor amax, str format, str scale_op='multiply', int margin=0, float amax_epsilon=0.0, "
+        "bool power_of_two=False) -> Tensor");
+  m.def("cast_transpose(Tensor x, str to, Tensor? scale=None, str rounding='rne', str overflow='saturate', "
+        "str nan='error', int seed=0, int offset=0) -> (Tensor, Tensor, Tensor)");
+  m.def("quantize(Tensor x, str format, str granularity='tensor', str scale_op='multiply', int margin=0, "
+        "float amax_epsilon=0.0, bool power_of_two=False, str mx_rule='floor', str rounding='rne', "
+        "str overflow='saturate', str nan='error', int seed=0, int offset=0) -> (Tensor, Tensor)");
+  m.def("dequantize(Tensor codes, Tensor scales, str granularity='tensor', str format='', "
+        "ScalarType dtype=float) -> Tensor");
+  m.def("histogram_new(int bins=2048, int tail=256) -> Tensor");
+  m.def("histogram_observe(Tensor state, Tensor x) -> Tensor");
+  m.def("histogram_merge(Tensor a, Tensor b) -> Tensor");
+  m.def("calibrate(Tensor state, str method, str format, float percentile=99.99, int margin=0, "
+        "float amax_epsilon=0.0, bool power_of_two=False) -> Tensor");
+  m.def("matmul(Tensor a, Tensor b, str profile, str a_format='', str b_format='', str a_scaling='none', "
+        "Tensor? a_scale=None, str b_scaling='none', Tensor? b_scale=None, Tensor? c=None, Tensor? bias=None, "
+        "str model='', ScalarType out_dtype=float, bool trainium=False) -> Tensor");
+  m.def("nc_matmul(Tensor stationary, Tensor moving, str stationary_format='', str moving_format='', "
+        "str perf_mode='none', Tensor? psum=None) -> Tensor");
+  m.def("nc_matmul_mx(Tensor stationary, Tensor stationary_scale, Tensor moving, Tensor moving_scale, "
+        "str stationary_type, str moving_type, Tensor? psum=None, bool exact_partition_sum=True, "
+        "bool single_rounding_add=True) -> Tensor");
+  m.def("trn3_pack_codes(Tensor codes, str layout) -> Tensor");
+  m.def("trn3_unpack_codes(Tensor onchip, str layout, int k) -> Tensor");
+  m.def("trn3_pack_scales(Tensor scales, str layout, int k) -> Tensor");
+  m.def("trn3_unpack_scales(Tensor onchip, str layout, int k) -> Tensor");
+  m.def("pack_x4(Tensor codes, str type) -> Tensor");
+  m.def("unpack_x4(Tensor image, str type) -> Tensor");
+  // no tensor argument to dispatch on: one kernel for every backend
+  m.impl("histogram_new", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::histogram_new));
+}
+
+namespace {
+void register_kernels(torch::Library& m) {
+  m.impl("convert", TORCH_FN(fp8q::torch::convert));
+  m.impl("amax", TORCH_FN(fp8q::torch::amax));
+  m.impl("scale_from_amax", TORCH_FN(fp8q::torch::scale_from_amax));
+  m.impl("cast_transpose", TORCH_FN(fp8q::torch::cast_transpose));
+  m.impl("quantize", TORCH_FN(fp8q::torch::quantize));
+  m.impl("dequantize", TORCH_FN(fp8q::torch::dequantize));
+  m.impl("histogram_observe", TORCH_FN(fp8q::torch::histogram_observe));
+  m.impl("histogram_merge", TORCH_FN(fp8q::torch::histogram_merge));
+  m.impl("calibrate", TORCH_FN(fp8q::torch::calibrate));
+  m.impl("matmul", TORCH_FN(fp8q::torch::matmul));
+  m.impl("nc_matmul", TORCH_FN(fp8q::torch::nc_matmul));
+  m.impl("nc_matmul_mx", TORCH_FN(fp8q::torch::nc_matmul_mx));
+  m.impl("trn3_pack_codes", TORCH_FN(fp8q::torch::trn3_pack_codes));
+  m.impl("trn3_unpack_codes", TORCH_FN(fp8q::torch::trn3_unpack_codes));
+  m.impl("trn3_pack_scales", TORCH_FN(fp8q::torch::trn3_pack_scales));
+  m.impl("trn3_unpack_scales", TORCH_FN(fp8q::torch::trn3_unpack_scales));
+  m.impl("pack_x4", TORCH_FN(fp8q::torch::pack_x4));
+  m.impl("unpack_x4", TORCH_FN(fp8q::torch::unpack_x4));
+}
+}  // namespace
+
+TORCH_LIBRARY_IMPL(fp8q, CPU, m) { register_kernels(m); }
+TORCH_LIBRARY_IMPL(fp8q, Meta, m) { register_kernels(m); }
