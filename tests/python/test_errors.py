@@ -1,0 +1,164 @@
+"""Bad input: each mistake gets a TypeError or ValueError naming the argument, and no op
+writes to its inputs (checked for every op on valid and invalid calls alike)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import fp8q
+
+X = torch.randn(8, 64)
+
+
+def raises(kind: type, pattern: str):
+    return pytest.raises(kind, match=re.compile(pattern, re.S))
+
+
+@pytest.mark.parametrize(
+    "call, kind, pattern",
+    [
+        (lambda: fp8q.convert(X, "e9m9"), ValueError, r"unknown format 'e9m9'"),
+        (lambda: torch.ops.fp8q.convert(X, "e9m9"), ValueError, r"to: unknown format 'e9m9'"),
+        (lambda: fp8q.convert(X, "e4m3fn", rounding="nearest"), ValueError, r"rounding: unknown mode 'nearest'"),
+        (lambda: fp8q.convert(X, "e4m3fn", overflow="clip"), ValueError, r"overflow: unknown policy 'clip'"),
+        (lambda: fp8q.convert(X, "e2m1", nan="drop"), ValueError, r"nan: unknown policy 'drop'"),
+        (lambda: fp8q.convert(X, "e4m3fn", scale_op="add"), ValueError, r"scale_op: unknown 'add'"),
+        (lambda: fp8q.convert(X.t(), "e4m3fn"), ValueError, r"x is not contiguous"),
+        (lambda: fp8q.convert(torch.arange(4, dtype=torch.uint8), "f32"), TypeError, r"x has dtype .*Byte.*format"),
+        (lambda: fp8q.convert(torch.zeros(4, dtype=torch.int32), "e4m3fn"), TypeError, r"x has dtype Int"),
+        (lambda: fp8q.convert(X, "e4m3fn", from_format="e5m2"), TypeError, r"x has dtype Float but its format is "
+                                                                          r"given as e5m2"),
+        (lambda: fp8q.convert(X, "e4m3fn", scale=torch.tensor([1.0, 2.0])), ValueError, r"scale has shape \[2\]"),
+        (lambda: fp8q.convert(X, "e4m3fn", scale=-1.0), ValueError, r"scale is -1.*finite and > 0"),
+        (lambda: fp8q.convert(X, "e4m3fn", scale=torch.tensor([1.0], dtype=torch.float64)), TypeError,
+         r"scale has dtype Double"),
+        (lambda: fp8q.convert(X, "e4m3fn", seed=-1), ValueError, r"seed = -1 is outside"),
+        (lambda: fp8q.convert(X, "e4m3fn", offset=1 << 64), ValueError, r"offset = .* is outside"),
+        (lambda: fp8q.convert([1.0], "e4m3fn"), TypeError, r"x must be a torch.Tensor"),
+        (lambda: fp8q.convert(torch.tensor([1.0, float("nan")]), "e2m1"), ValueError, r"fp8q.convert: .*NaN"),
+        (lambda: fp8q.convert(torch.ones(3), "e2m1"), ValueError, r"x has shape \[3\]: e2m1 codes are packed"),
+        (lambda: fp8q.convert(torch.tensor([7, 17], dtype=torch.uint8), "f32", from_format="e2m1"), ValueError,
+         r"fp8q.convert: .*17"),
+        (lambda: fp8q.amax(X, "blocks"), ValueError, r"granularity: unknown 'blocks'"),
+        (lambda: fp8q.amax(X.to(torch.float8_e4m3fn)), TypeError, r"x has dtype Float8_e4m3fn; expected float32"),
+        (lambda: fp8q.scale_from_amax(torch.tensor([-1.0]), "e4m3fn"), ValueError, r"fp8q.scale_from_amax: .*amax"),
+        (lambda: fp8q.scale_from_amax(torch.tensor([1.0]), "e4m3fn", margin=600), ValueError, r"margin: 600"),
+        (lambda: fp8q.cast_transpose(X.reshape(2, 4, 64), "e4m3fn"), ValueError, r"x has shape \[2, 4, 64\]; expected 2"),
+        (lambda: fp8q.quantize(X, "e4m3fn", granularity="mx", scale_op="divide"), ValueError, r"scale_op: MX"),
+        (lambda: fp8q.quantize(X, "e4m3fn", granularity="mx", mx_rule="round"), ValueError, r"mx_rule: unknown"),
+        (lambda: fp8q.quantize(X, "e8m0"), ValueError, r"fp8q.quantize: .*e8m0"),
+        (lambda: fp8q.quantize(X.to(torch.float64), "e4m3fn"), TypeError, r"x has dtype Double"),
+        (lambda: fp8q.quantize(X, "e4m3fn", granularity="block0x4"), ValueError, r"granularity|block"),
+        (lambda: torch.ops.fp8q.dequantize(torch.zeros(8, 64, dtype=torch.float8_e4m3fn), torch.ones(8), "row"),
+         ValueError, r"scales has shape \[8\]; the row grid .* is \[8, 1\]"),
+        (lambda: torch.ops.fp8q.dequantize(torch.zeros(8, 64, dtype=torch.float8_e4m3fn), torch.ones(1, 1),
+                                           "tensor", "", torch.int8), TypeError, r"dtype: Char"),
+        (lambda: torch.ops.fp8q.dequantize(torch.zeros(8, 64, dtype=torch.float8_e4m3fn),
+                                           torch.zeros(1, 1), "tensor"), ValueError, r"scale_inv\[0\] = 0"),
+        (lambda: torch.ops.fp8q.dequantize(torch.zeros(8, 64, dtype=torch.float8_e4m3fn), torch.ones(8, 2), "mx"),
+         TypeError, r"scales has dtype Float; E8M0"),
+        (lambda: fp8q.matmul(torch.zeros(2, 3, dtype=torch.float8_e4m3fn), torch.zeros(4, 2, dtype=torch.float8_e4m3fn),
+                             profile="ocp"), ValueError, r"K differs"),
+        (lambda: fp8q.matmul(torch.zeros(2, 3, dtype=torch.float8_e4m3fn), torch.zeros(3, 2, dtype=torch.float8_e4m3fn),
+                             profile="tpu"), ValueError, r"profile: unknown 'tpu'"),
+        (lambda: fp8q.matmul(torch.zeros(2, 3, dtype=torch.float8_e4m3fn), torch.zeros(3, 2, dtype=torch.float8_e4m3fn),
+                             profile="ocp", model="sloppy"), ValueError, r"model: unknown 'sloppy'"),
+        (lambda: fp8q.matmul(torch.zeros(2, 3, dtype=torch.float8_e4m3fn), torch.zeros(3, 2, dtype=torch.float8_e4m3fn),
+                             profile="trn2"), ValueError, r"fp8q.matmul: .*trn2"),
+        (lambda: fp8q.matmul(torch.zeros(2, 3, dtype=torch.float8_e4m3fn), torch.zeros(3, 2, dtype=torch.float8_e4m3fn),
+                             profile="ocp", bias=torch.zeros(3)), ValueError, r"bias has shape \[3\]; expected \[2\]"),
+        (lambda: fp8q.matmul(torch.zeros(2, 3, dtype=torch.float8_e4m3fn), torch.zeros(3, 2, dtype=torch.float8_e4m3fn),
+                             profile="ocp", c=torch.zeros(2, 2, dtype=torch.float64)), TypeError, r"c has dtype Double"),
+        (lambda: fp8q.matmul(torch.zeros(2, 3, dtype=torch.float8_e4m3fn), torch.zeros(3, 2, device="meta",
+                                                                                    dtype=torch.float8_e4m3fn),
+                             profile="ocp"), ValueError, r"b is on meta but a is on cpu"),
+        (lambda: torch.ops.fp8q.matmul(torch.zeros(2, 3, dtype=torch.float8_e4m3fn),
+                                       torch.zeros(3, 2, dtype=torch.float8_e4m3fn), "ocp", "", "", "tensor"),
+         ValueError, r"a_scale is missing"),
+        (lambda: torch.ops.fp8q.matmul(torch.zeros(2, 64, dtype=torch.float8_e4m3fn),
+                                       torch.zeros(64, 2, dtype=torch.float8_e4m3fn), "ocp", "", "", "mx",
+                                       torch.zeros(2, 3, dtype=torch.float8_e8m0fnu)),
+         ValueError, r"a_scale has shape \[2, 3\]; expected \[2, 2\]"),
+        (lambda: fp8q.trn.nc_matmul(torch.zeros(129, 2, dtype=torch.float8_e4m3fn),
+                                    torch.zeros(129, 2, dtype=torch.float8_e4m3fn)), ValueError, r"fp8q.nc_matmul: .*128"),
+        (lambda: fp8q.trn.nc_matmul(torch.zeros(4, 2, dtype=torch.float8_e4m3fn), torch.zeros(4, 2, dtype=torch.float8_e4m3fn),
+                                    psum=torch.zeros(3, 2)), ValueError, r"psum has shape \[3, 2\]; expected \[2, 2\]"),
+        (lambda: fp8q.trn.nc_matmul(torch.zeros(4, 2, dtype=torch.float8_e4m3fn), torch.zeros(4, 2, dtype=torch.float8_e4m3fn),
+                                    perf_mode="fast"), ValueError, r"perf_mode: unknown 'fast'"),
+        (lambda: fp8q.trn.nc_matmul_mx(torch.zeros(8, 2, 4, dtype=torch.uint8), torch.zeros(8, 2, dtype=torch.uint8),
+                                       torch.zeros(8, 2, 4, dtype=torch.uint8), torch.zeros(8, 2, dtype=torch.uint8),
+                                       moving_type="float8_e4m3_x4"), ValueError, r"moving_type: unknown x4 type"),
+        (lambda: fp8q.trn.nc_matmul_mx(torch.zeros(8, 2, 2, dtype=torch.uint8), torch.zeros(8, 2, dtype=torch.uint8),
+                                       torch.zeros(8, 2, 4, dtype=torch.uint8), torch.zeros(8, 2, dtype=torch.uint8)),
+         ValueError, r"stationary has shape \[8, 2, 2\]; an x4 tile"),
+        (lambda: fp8q.trn.pack_codes(torch.zeros(3, 4, dtype=torch.uint8), "wrapx4"), ValueError, r"layout: unknown"),
+        (lambda: fp8q.trn.unpack_codes(torch.zeros(128, 2, 4, 4, dtype=torch.uint8), "1x32", 100), ValueError,
+         r"onchip has shape \[128, 2, 4, 4\]; K = 100"),
+        (lambda: fp8q.trn.pack_scales(torch.zeros(3, 4, dtype=torch.uint8), "1x32", 64), ValueError,
+         r"scales has shape \[3, 4\]; K = 64 in layout 1x32 has 2"),
+        (lambda: fp8q.trn.pack_x4(torch.zeros(2, 6, dtype=torch.uint8), "float8_e4m3fn_x4"), ValueError,
+         r"multiple of 4"),
+        (lambda: fp8q.trn.pack_x4(torch.full((4,), 16, dtype=torch.uint8), "float4_e2m1fn_x4"), ValueError,
+         r"fp8q.pack_x4: .*16"),
+        (lambda: fp8q.calib.Histogram(bins=100), ValueError, r"bins: 100 is not a power of two"),
+        (lambda: fp8q.calib.Histogram().observe(torch.ones(3, dtype=torch.float64)), TypeError, r"x has dtype Double"),
+        (lambda: fp8q.calib.Histogram(state=torch.zeros(10, dtype=torch.int64)).observe(X), ValueError,
+         r"state: histogram state: 10 words"),
+        (lambda: fp8q.calib.Histogram().merge(fp8q.calib.Histogram(bins=64)), ValueError, r"b has .* state words"),
+        (lambda: fp8q.calib.Histogram().calibrate("median", "e4m3fn"), ValueError, r"method: unknown 'median'"),
+        (lambda: fp8q.calib.Histogram().observe(X).calibrate("percentile", "e4m3fn", percentile=150.0), ValueError,
+         r"fp8q.calibrate: .*percentile"),
+    ],
+)
+def test_bad_input_is_named(call, kind, pattern):
+    with raises(kind, pattern):
+        call()
+
+
+def test_a_corrupted_histogram_state_names_the_field():
+    h = fp8q.calib.Histogram(bins=64, tail=4).observe(torch.tensor([1.0, 2.0, 3.0]))
+    for word, value, pattern in [(0, 1, "tag"), (5, 7, "bins hold 3 samples, the count is 7"),
+                                 (7, 0x7F800000, "amax pattern"), (4, 200, "top exponent"),
+                                 (13 + 64, 0x3F800000, "tail value 0")]:
+        state = h.state.clone()
+        state[word] = value
+        with raises(ValueError, pattern):
+            fp8q.calib.Histogram(state=state).calibrate("max", "e4m3fn")
+
+
+def test_no_op_writes_its_inputs():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(16, 256, generator=g)
+    xb = x.to(torch.bfloat16)
+    codes = x.to(torch.float8_e4m3fn)
+    mx = fp8q.quantize(x, "e4m3fn", granularity="mx")
+    h = fp8q.calib.Histogram().observe(x)
+    h2 = fp8q.calib.Histogram().observe(x * 3)
+    tiles = torch.randn(128, 16, generator=g).to(torch.float8_e4m3fn)
+    psum = torch.randn(16, 16, generator=g)
+    image = fp8q.trn.pack_x4(torch.zeros(128, 32, dtype=torch.uint8), "float8_e4m3fn_x4")
+    scales = torch.full((128, 8), 127, dtype=torch.uint8)
+    inputs = [x, xb, codes, mx.codes, mx.scales, h.state, h2.state, tiles, psum, image, scales]
+    before = [t.clone() for t in inputs]
+    fp8q.convert(x, "e4m3fn", rounding="sr")
+    fp8q.convert(xb, "e2m1", scale=0.25)
+    fp8q.convert(codes, torch.float32)
+    fp8q.amax(xb, "row")
+    fp8q.cast_transpose(x, "e5m2")
+    fp8q.quantize(xb, "e4m3fn", granularity="block1x128")
+    fp8q.dequantize(mx)
+    h.observe(x), h.merge(h2), h.calibrate("entropy", "e4m3fn")
+    fp8q.matmul(codes, codes.t().contiguous(), profile="trn3", c=psum, bias=psum[0].contiguous())
+    fp8q.linear(mx, mx, profile="ocp")
+    fp8q.trn.nc_matmul(tiles, tiles, psum=psum)
+    fp8q.trn.nc_matmul_mx(image, scales, image, scales, psum=psum[:8, :8].contiguous())
+    fp8q.trn.pack_codes(codes, "wrapX")
+    with pytest.raises(ValueError):
+        fp8q.convert(x.t(), "e4m3fn")
+    with pytest.raises(ValueError):
+        fp8q.trn.nc_matmul(tiles, tiles, psum=psum[:3])
+    for a, b in zip(inputs, before):
+        assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
