@@ -64,11 +64,13 @@ at::Tensor histogram_observe(const at::Tensor& state, const at::Tensor& x) {
       h.observe_bf16({static_cast<const std::uint16_t*>(x.const_data_ptr()), static_cast<std::size_t>(x.numel())}, t);
     } else if (from == kF32) {
       h.observe(f32(x), t);
-    } else {  // float16 widens exactly to float32
+    } else {  // float16 widens exactly to float32 (Inf stays Inf: not saturated)
       std::vector<float> wide(static_cast<std::size_t>(x.numel()));
+      ConvertOptions exact;
+      exact.overflow = Overflow::kInfOrNan;
       BulkOptions bulk;
       bulk.threads = t;
-      fp8q::convert(bytes(x), kF16, std::as_writable_bytes(std::span(wide)), kF32, {}, bulk);
+      fp8q::convert(bytes(x), kF16, std::as_writable_bytes(std::span(wide)), kF32, exact, bulk);
       h.observe(wide, t);
     }
     return state_tensor(h.to_state(), &state);
