@@ -7,11 +7,11 @@ Example:
     >>> import torch, fp8q
     >>> x = torch.tensor([1.0, 300.0, 500.0, -0.001])
     >>> fp8q.convert(x, torch.float8_e4m3fn).float().tolist()
-    [1.0, 288.0, 448.0, -0.0009765625]
+    [1.0, 288.0, 448.0, -0.001953125]
     >>> fp8q.convert(x, "e4m3").dtype  # Trainium2's e4m3 (max 240) travels as uint8 codes
     torch.uint8
     >>> fp8q.convert(fp8q.convert(x, "e4m3"), torch.float32, from_format="e4m3").tolist()
-    [1.0, 240.0, 240.0, -0.0009765625]
+    [1.0, 240.0, 240.0, -0.001953125]
 """
 
 from __future__ import annotations

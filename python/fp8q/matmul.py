@@ -8,10 +8,13 @@ systolic:128, fused:32:13:rtz, trainium3_mx:wrapx, ...).
 
 Example:
     >>> import torch, fp8q
-    >>> a = fp8q.quantize(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "e4m3fn")
-    >>> w = fp8q.quantize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), "e4m3fn", granularity="row")
+    >>> x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> a = fp8q.quantize(x, "e4m3fn", power_of_two=True)  # scale 64: every code exact
+    >>> w = fp8q.quantize(torch.eye(2), "e4m3fn", granularity="row", power_of_two=True)
     >>> fp8q.linear(a, w, profile="hopper").tolist()
     [[1.0, 2.0], [3.0, 4.0]]
+    >>> fp8q.linear(fp8q.quantize(x, "e4m3fn"), w, profile="hopper").tolist()  # scale 112: 3 * 112 = 336 ties to 320
+    [[1.0, 2.0], [2.857142925262451, 4.0]]
 """
 
 from __future__ import annotations
