@@ -41,6 +41,7 @@ def convert(
     offset: int = 0,
     scale: _args.Scale = None,
     scale_op: ScaleOp = "multiply",
+    out: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Converts every element of ``x`` into format ``to`` (a name or a dtype).
 
@@ -50,7 +51,8 @@ def convert(
     +/-max finite, or inf-nan (IEEE). ``nan``: what a NaN becomes in a format without one
     (``error`` raises ValueError naming the index, ``zero``). ``scale``: convert fp32(x * scale)
     (``scale_op="divide"``: fp32(x / scale)). e2m1 results are ``float4_e2m1fn_x2``, two codes a
-    byte along the last dimension.
+    byte along the last dimension. ``out``: a tensor of the result's dtype and shape to write
+    into (and return), so that repeated conversions reuse one buffer instead of fresh pages.
 
     Example:
         >>> import torch, fp8q
@@ -59,18 +61,12 @@ def convert(
         [1.25, 1.0, 1.0, 1.0]
     """
     _args.tensor(x, "x")
-    return torch.ops.fp8q.convert(
-        x,
-        get(to).name,
-        name_of(from_format),
-        rounding,
-        overflow,
-        nan,
-        _args.u64(seed, "seed"),
-        _args.u64(offset, "offset"),
-        _args.scale_tensor(scale),
-        scale_op,
-    )
+    args = (x, get(to).name, name_of(from_format), rounding, overflow, nan, _args.u64(seed, "seed"),
+            _args.u64(offset, "offset"), _args.scale_tensor(scale), scale_op)
+    if out is None:
+        return torch.ops.fp8q.convert(*args)
+    torch.ops.fp8q.convert_into(*args, out=_args.tensor(out, "out"))
+    return out
 
 
 def amax(x: torch.Tensor, granularity: str = "tensor") -> torch.Tensor:

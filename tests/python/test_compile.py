@@ -49,6 +49,19 @@ def test_compile_the_python_api():
     assert torch.equal(torch.compile(f, fullgraph=True, backend="aot_eager")(x), f(x))
 
 
+def test_compile_with_out():
+    torch._dynamo.reset()
+
+    def f(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        fp8q.convert(x * 2, "e5m2", out=out)
+        return out.float() + 1
+
+    x = torch.randn(8, 64, generator=torch.Generator().manual_seed(2))
+    o1, o2 = torch.empty(8, 64, dtype=torch.float8_e5m2), torch.empty(8, 64, dtype=torch.float8_e5m2)
+    assert torch.equal(torch.compile(f, fullgraph=True, backend="inductor")(x, o1), f(x, o2))
+    assert torch.equal(o1.view(torch.uint8), o2.view(torch.uint8))
+
+
 def _samples():
     # opcheck's schema test runs torch arithmetic on the inputs, which torch lacks for float8 on
     # the CPU, so codes go in as uint8 with their format named (the float8 dtypes are traced by
@@ -62,6 +75,7 @@ def _samples():
     return [
         (torch.ops.fp8q.convert.default, (x, "e4m3fn"), dict(rounding="sr", seed=3)),
         (torch.ops.fp8q.convert.default, (codes, "f32", "e4m3fn"), {}),
+        (torch.ops.fp8q.convert_into.default, (x, "e4m3"), dict(out=torch.empty(4, 64, dtype=torch.uint8))),
         (torch.ops.fp8q.amax.default, (x, "row"), {}),
         (torch.ops.fp8q.scale_from_amax.default, (x.abs(), "e5m2"), {}),
         (torch.ops.fp8q.cast_transpose.default, (x, "e4m3fn"), {}),

@@ -82,6 +82,15 @@ def test_scale_multiply_and_divide():
         0.25, 0.75, -24.0]
 
 
+@pytest.mark.parametrize("to", ["e4m3fn", "e4m3", "e2m1", "bf16"])
+def test_out_is_written_and_returned(to):
+    x = fp32_vectors()[:4096]
+    want = fp8q.convert(x, to, nan="zero")
+    out = torch.empty_like(want)
+    assert fp8q.convert(x, to, nan="zero", out=out) is out
+    assert np.array_equal(bits(out), bits(want))
+
+
 def test_e2m1_packs_two_codes_a_byte():
     x = torch.tensor([[0.5, -1.0, 6.0, 100.0]])
     q = fp8q.convert(x, "e2m1")

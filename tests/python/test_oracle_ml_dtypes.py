@@ -354,7 +354,7 @@ def test_decode_every_code(t: Target, to: str):
     bad = np.flatnonzero(differ)
     assert bad.size == 0, "\n".join(
         [f"{t.name} -> {to}: {bad.size} codes differ; first:"]
-        + [f"  code 0x{c:02x}: fp8q 0x{int(got[c]):x} ({got_v[c]!r}), ml_dtypes 0x{int(wb[c]):x} ({want_v[c]!r})" for c in bad[:8]]
+        + [f"  code 0x{c:02x}: fp8q 0x{int(got[c]):x} ({float(got_v[c])!r}), ml_dtypes 0x{int(wb[c]):x} ({float(want_v[c])!r})" for c in bad[:8]]
     )
 
 
@@ -371,7 +371,7 @@ def test_decode_default_saturate(t: Target, to: str):
     bad = np.flatnonzero((np.isnan(got_v) != nan) | (~nan & (np.signbit(got_v) != np.signbit(expect_v))) | (~nan & (got_v != expect_v)))
     assert bad.size == 0, "\n".join(
         [f"{t.name} -> {to} (saturate): {bad.size} codes differ; first:"]
-        + [f"  code 0x{c:02x}: fp8q {got_v[c]!r}, expected {expect_v[c]!r}" for c in bad[:8]]
+        + [f"  code 0x{c:02x}: fp8q {float(got_v[c])!r}, expected {float(expect_v[c])!r}" for c in bad[:8]]
     )
 
 

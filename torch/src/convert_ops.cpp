@@ -15,36 +15,76 @@ namespace fp8q::torch {
 
 using namespace detail;
 
+namespace {
+struct ConvertCall {
+  FormatId src, dst;
+  ConvertOptions options;
+  std::vector<std::int64_t> out_shape;
+};
+
+ConvertCall convert_call(const at::Tensor& x, std::string_view to, std::string_view from, std::string_view rounding,
+                         std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset,
+                         const std::optional<at::Tensor>& scale, std::string_view scale_op) {
+  check_tensor(x, "x");
+  ConvertCall c;
+  c.src = resolve_format(x, from, "x");
+  c.dst = parse_format_arg(to, "to");
+  c.options = convert_options(rounding, overflow, nan, seed, offset);
+  c.options.scale = scalar_scale(scale, "scale");
+  c.options.scale_op = parse_scale_op_arg(scale_op);
+  std::vector<std::int64_t> shape = x.sizes().vec();  // of the elements, e2m1 unpacked
+  if (packed_fp4(x, c.src)) shape.back() *= 2;
+  c.out_shape = code_shape(shape, c.dst, "x");
+  return c;
+}
+
+void run_convert(const at::Tensor& x, const ConvertCall& c, at::Tensor& out) {
+  if (!compute(x)) return;
+  std::vector<std::uint8_t> unpacked;
+  std::span<const std::byte> in = bytes(x);
+  if (packed_fp4(x, c.src)) {
+    unpacked = codes_of(x, c.src, "x");
+    in = std::as_bytes(std::span(unpacked));
+  }
+  BulkOptions bulk;
+  bulk.threads = threads();
+  if (c.dst == FormatId::kE2M1) {
+    std::vector<std::uint8_t> codes(2 * static_cast<std::size_t>(out.nbytes()));
+    fp8q::convert(in, format_of(c.src), std::as_writable_bytes(std::span(codes)), format_of(c.dst), c.options, bulk);
+    pack_fp4(codes, mutable_u8(out));
+  } else {
+    fp8q::convert(in, format_of(c.src), mutable_bytes(out), format_of(c.dst), c.options, bulk);
+  }
+}
+}  // namespace
+
 at::Tensor convert(const at::Tensor& x, std::string_view to, std::string_view from, std::string_view rounding,
                    std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset,
                    const std::optional<at::Tensor>& scale, std::string_view scale_op) {
   return guarded("convert", [&] {
-    check_tensor(x, "x");
-    const FormatId src = resolve_format(x, from, "x");
-    const FormatId dst = parse_format_arg(to, "to");
-    ConvertOptions o = convert_options(rounding, overflow, nan, seed, offset);
-    o.scale = scalar_scale(scale, "scale");
-    o.scale_op = parse_scale_op_arg(scale_op);
-    std::vector<std::int64_t> shape = x.sizes().vec();  // of the elements, e2m1 unpacked
-    if (packed_fp4(x, src)) shape.back() *= 2;
-    at::Tensor out = at::empty(code_shape(shape, dst, "x"), x.options().dtype(dtype_of(dst)));
-    if (!compute(x)) return out;
-    std::vector<std::uint8_t> unpacked;
-    std::span<const std::byte> in = bytes(x);
-    if (packed_fp4(x, src)) {
-      unpacked = codes_of(x, src, "x");
-      in = std::as_bytes(std::span(unpacked));
-    }
-    BulkOptions bulk;
-    bulk.threads = threads();
-    if (dst == FormatId::kE2M1) {
-      std::vector<std::uint8_t> codes(static_cast<std::size_t>(numel_of(shape)));
-      fp8q::convert(in, format_of(src), std::as_writable_bytes(std::span(codes)), format_of(dst), o, bulk);
-      pack_fp4(codes, mutable_u8(out));
-    } else {
-      fp8q::convert(in, format_of(src), mutable_bytes(out), format_of(dst), o, bulk);
-    }
+    const ConvertCall c = convert_call(x, to, from, rounding, overflow, nan, seed, offset, scale, scale_op);
+    at::Tensor out = at::empty(c.out_shape, x.options().dtype(dtype_of(c.dst)));
+    run_convert(x, c, out);
     return out;
+  });
+}
+
+void convert_into(const at::Tensor& x, std::string_view to, std::string_view from, std::string_view rounding,
+                  std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset,
+                  const std::optional<at::Tensor>& scale, std::string_view scale_op, at::Tensor& out) {
+  guarded("convert", [&] {
+    const ConvertCall c = convert_call(x, to, from, rounding, overflow, nan, seed, offset, scale, scale_op);
+    check_tensor(out, "out");
+    check_same_device(out, x, "out", "x");
+    check_dtype(out, dtype_of(c.dst), "out");
+    TORCH_CHECK_VALUE(out.sizes().vec() == c.out_shape, "out has shape ", shape_text(out.sizes()), "; expected ",
+                      shape_text(c.out_shape));
+    const auto* xb = static_cast<const std::byte*>(x.const_data_ptr());
+    const auto* ob = static_cast<const std::byte*>(out.const_data_ptr());
+    TORCH_CHECK_VALUE(!compute(x) || x.nbytes() == 0 || out.nbytes() == 0 || ob + out.nbytes() <= xb ||
+                          xb + x.nbytes() <= ob,
+                      "out overlaps x: the conversion does not run in place");
+    run_convert(x, c, out);
   });
 }
 

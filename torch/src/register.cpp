@@ -9,6 +9,10 @@
 TORCH_LIBRARY(fp8q, m) {
   m.def("convert(Tensor x, str to, str from_format='', str rounding='rne', str overflow='saturate', "
         "str nan='error', int seed=0, int offset=0, Tensor? scale=None, str scale_op='multiply') -> Tensor");
+  // writes `out` and returns nothing: torch.compile functionalizes a custom op's mutation only then
+  m.def("convert_into(Tensor x, str to, str from_format='', str rounding='rne', str overflow='saturate', "
+        "str nan='error', int seed=0, int offset=0, Tensor? scale=None, str scale_op='multiply', *, "
+        "Tensor(a!) out) -> ()");
   m.def("amax(Tensor x, str granularity='tensor') -> Tensor");
   m.def("scale_from_amax(Tensor amax, str format, str scale_op='multiply', int margin=0, float amax_epsilon=0.0, "
         "bool power_of_two=False) -> Tensor");
@@ -45,6 +49,7 @@ TORCH_LIBRARY(fp8q, m) {
 namespace {
 void register_kernels(torch::Library& m) {
   m.impl("convert", TORCH_FN(fp8q::torch::convert));
+  m.impl("convert_into", TORCH_FN(fp8q::torch::convert_into));
   m.impl("amax", TORCH_FN(fp8q::torch::amax));
   m.impl("scale_from_amax", TORCH_FN(fp8q::torch::scale_from_amax));
   m.impl("cast_transpose", TORCH_FN(fp8q::torch::cast_transpose));

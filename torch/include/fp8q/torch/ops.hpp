@@ -37,6 +37,11 @@ at::Tensor convert(const at::Tensor& x, std::string_view to, std::string_view fr
                    std::string_view rounding = "rne", std::string_view overflow = "saturate",
                    std::string_view nan = "error", std::int64_t seed = 0, std::int64_t offset = 0,
                    const std::optional<at::Tensor>& scale = std::nullopt, std::string_view scale_op = "multiply");
+// The same into `out` (its dtype and shape as convert's result; not overlapping x): a caller
+// that converts repeatedly reuses one buffer instead of fresh pages.
+void convert_into(const at::Tensor& x, std::string_view to, std::string_view from, std::string_view rounding,
+                  std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset,
+                  const std::optional<at::Tensor>& scale, std::string_view scale_op, at::Tensor& out);
 
 // The largest |x| of each block of the granularity (tensor, row, col, block<R>x<C>, mx) over x's
 // matrix view [prod(shape[:-1]), shape[-1]]: float32 [grid_rows, grid_cols]. NaN if a block
