@@ -3,10 +3,24 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#if defined(FP8Q_HAVE_AVX2)
+#include <cpuid.h>
+#endif
 #include <string>
 #include <string_view>
 
 namespace fp8q {
+
+namespace {
+#if defined(FP8Q_HAVE_AVX2)
+// F16C is CPUID leaf 1, ECX bit 29, read directly: Clang's __builtin_cpu_supports does not
+// know the name "f16c".
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+#endif
+}  // namespace
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
@@ -23,7 +37,7 @@ bool isa_supported(Isa isa) {
 #if defined(FP8Q_HAVE_AVX2)
     // __builtin_cpu_supports consults CPUID and, for AVX and AVX-512, whether the OS saves
     // the wider registers (XCR0).
-    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && cpu_has_f16c();
 #endif
 #if defined(FP8Q_HAVE_AVX512)
     case Isa::kAvx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");

@@ -1,4 +1,4 @@
-"""Every example in docs/python.md and in the package's docstrings runs and prints what it says."""
+"""Every example in the README, docs/python.md and the package's docstrings runs and prints what it says."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ MODULES = ["fp8q"] + [f"fp8q.{m.name}" for m in pkgutil.iter_modules(fp8q.__path
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
-def test_docs_python_md():
-    result = doctest.testfile(str(ROOT / "docs" / "python.md"), module_relative=False, optionflags=FLAGS)
-    assert result.attempted > 20 and result.failed == 0
+@pytest.mark.parametrize("page, examples", [("docs/python.md", 40), ("README.md", 7)])
+def test_pages(page, examples):
+    result = doctest.testfile(str(ROOT / page), module_relative=False, optionflags=FLAGS)
+    assert result.attempted >= examples and result.failed == 0
 
 
 @pytest.mark.parametrize("name", MODULES)
