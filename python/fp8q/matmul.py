@@ -98,7 +98,7 @@ def linear(
     profile: str,
     model: Optional[str] = None,
     c: Optional[torch.Tensor] = None,
-    out_dtype: torch.float32 = torch.float32,
+    out_dtype: torch.dtype = torch.float32,
     x_format: Optional[FormatLike] = None,
     w_format: Optional[FormatLike] = None,
     trainium: bool = False,
@@ -115,9 +115,15 @@ def linear(
     ac, af, asc, ascale = _split(x, _A_SCALING, "x", x_format)
     wc, wf, wsc, wscale = _split(w, _BT_SCALING, "w", w_format)
     bc, bf = _transpose_codes(wc, wf or get(wc.dtype).name)
-    bscale = None if wscale is None else wscale.t().contiguous() if wsc in ("block128", "mx") else wscale.reshape(1, -1)
-    if wsc == "tensor":
-        bscale = wscale
     return torch.ops.fp8q.matmul(
-        ac, bc, profile, af, bf, asc, ascale, wsc, bscale, c, bias, model or "", out_dtype, trainium
+        ac, bc, profile, af, bf, asc, ascale, wsc, _bt_scale(wscale, wsc), c, bias, model or "", out_dtype, trainium
     )
+
+
+def _bt_scale(scale: Optional[torch.Tensor], scaling: str) -> Optional[torch.Tensor]:
+    """W's scales ([N, K] grid) as the GEMM takes B = W^T's: per output channel [1, N]; blocks and MX transposed."""
+    if scale is None or scaling == "tensor":
+        return scale
+    if scaling == "row":
+        return scale.reshape(1, -1)
+    return scale.t().contiguous()

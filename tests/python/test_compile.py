@@ -100,3 +100,14 @@ def _samples():
 @pytest.mark.parametrize("op, args, kwargs", _samples(), ids=lambda v: getattr(v, "__name__", None))
 def test_opcheck(op, args, kwargs):
     torch.library.opcheck(op, args, kwargs, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
+
+
+def test_compile_calibration_from_a_new_histogram():
+    torch._dynamo.reset()
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        h = fp8q.calib.Histogram(bins=64, tail=8).observe(x)
+        return h.calibrate("mse", "e4m3fn")
+
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(4))
+    assert torch.compile(f, fullgraph=True)(x).item() == f(x).item()

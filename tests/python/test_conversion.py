@@ -40,6 +40,33 @@ def test_same_bits_for_any_thread_count(big, rounding):
     assert np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])
 
 
+def test_every_op_gives_the_same_bits_for_any_thread_count():
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(512, 640, generator=g) * torch.logspace(-4, 4, 640)
+    w = torch.randn(256, 640, generator=g)
+
+    def run() -> list[np.ndarray]:
+        qa = fp8q.quantize(x, "e4m3fn", granularity="mx", mx_rule="rceil", rounding="sr", seed=5)
+        qw = fp8q.quantize(w, "e4m3fn", granularity="mx")
+        qb = fp8q.quantize(x.bfloat16(), "e5m2", granularity="block1x128", scale_op="divide")
+        h = fp8q.calib.Histogram().observe(x)
+        q, qt, a = fp8q.cast_transpose(x, "e4m3fn", scale=0.5)
+        return [bits(t) for t in (qa.codes, qa.scales, qb.codes, qb.scales, h.state, q, qt, a.reshape(1),
+                                  fp8q.linear(qa, qw, profile="ocp"), fp8q.linear(qa, qw, profile="fp32"),
+                                  fp8q.amax(x, "block128x128"), qa.dequantize(torch.bfloat16))]
+
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = run()
+        torch.set_num_threads(2)
+        two = run()
+    finally:
+        torch.set_num_threads(old)
+    for i, (a, b) in enumerate(zip(one, two)):
+        assert np.array_equal(a, b), i
+
+
 def test_same_bits_under_any_caller_fp_environment():
     x = fp32_vectors()
     want = {f: bits(fp8q.convert(x, f, nan="zero", scale=0.75)) for f in NARROW}

@@ -49,6 +49,8 @@ def raises(kind: type, pattern: str):
         (lambda: fp8q.convert(X, "f32", out=X), ValueError, r"out overlaps x"),
         (lambda: fp8q.convert(X, "e4m3fn", out=torch.empty(64, 8, dtype=torch.float8_e4m3fn).t()), ValueError,
          r"out is not contiguous"),
+        (lambda: fp8q.convert(torch.zeros((), dtype=torch.uint8).view(torch.float4_e2m1fn_x2), "f32"), ValueError,
+         r"x: a 0-d tensor cannot hold packed e2m1 codes"),
         (lambda: fp8q.amax(X, "blocks"), ValueError, r"granularity: unknown 'blocks'"),
         (lambda: fp8q.amax(X.to(torch.float8_e4m3fn)), TypeError, r"x has dtype Float8_e4m3fn; expected float32"),
         (lambda: fp8q.scale_from_amax(torch.tensor([-1.0]), "e4m3fn"), ValueError, r"fp8q.scale_from_amax: .*amax"),

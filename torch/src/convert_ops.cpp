@@ -33,7 +33,10 @@ ConvertCall convert_call(const at::Tensor& x, std::string_view to, std::string_v
   c.options.scale = scalar_scale(scale, "scale");
   c.options.scale_op = parse_scale_op_arg(scale_op);
   std::vector<std::int64_t> shape = x.sizes().vec();  // of the elements, e2m1 unpacked
-  if (packed_fp4(x, c.src)) shape.back() *= 2;
+  if (packed_fp4(x, c.src)) {
+    TORCH_CHECK_VALUE(!shape.empty(), "x: a 0-d tensor cannot hold packed e2m1 codes");
+    shape.back() *= 2;
+  }
   c.out_shape = code_shape(shape, c.dst, "x");
   return c;
 }

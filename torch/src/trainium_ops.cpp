@@ -52,6 +52,17 @@ at::Tensor psum_out(const std::optional<at::Tensor>& psum, std::int64_t m, std::
   return out;
 }
 
+// K as the layouts take it (ValueError when negative) and its number of 512-K tiles.
+struct KArg {
+  std::size_t k;
+  std::int64_t tiles;
+};
+KArg k_arg(std::int64_t k) {
+  TORCH_CHECK_VALUE(k >= 0, "k: ", k, " is negative");
+  const auto u = static_cast<std::size_t>(k);
+  return {u, static_cast<std::int64_t>(trn3::k_tiles(u))};
+}
+
 // One code a byte: the dtype of a layout's codes (any narrow dtype but packed fp4, or uint8).
 void check_codes(const at::Tensor& t, const char* arg) {
   check_tensor(t, arg);
@@ -131,14 +142,12 @@ at::Tensor trn3_unpack_codes(const at::Tensor& onchip, std::string_view layout, 
     check_codes(onchip, "onchip");
     check_dims(onchip, 4, "onchip");
     const trn3::KLayout l = parse_layout(layout);
-    TORCH_CHECK_VALUE(k >= 0, "k: ", k, " is negative");
-    const auto t = static_cast<std::int64_t>(trn3::k_tiles(static_cast<std::size_t>(k)));
+    const auto [uk, t] = k_arg(k);
     TORCH_CHECK_VALUE(onchip.size(0) == 128 && onchip.size(1) == t && onchip.size(3) == 4, "onchip has shape ",
                       shape_text(onchip.sizes()), "; K = ", k, " lies in [128, ", t, ", N, 4]");
     at::Tensor out = at::empty({k, onchip.size(2)}, onchip.options());
     if (compute(onchip))
-      trn3::from_onchip_codes(l, static_cast<std::size_t>(k), static_cast<std::size_t>(onchip.size(2)), u8(onchip),
-                              mutable_u8(out));
+      trn3::from_onchip_codes(l, uk, static_cast<std::size_t>(onchip.size(2)), u8(onchip), mutable_u8(out));
     return out;
   });
 }
@@ -148,15 +157,13 @@ at::Tensor trn3_pack_scales(const at::Tensor& scales, std::string_view layout, s
     check_e8m0(scales, "scales");
     check_dims(scales, 2, "scales");
     const trn3::KLayout l = parse_layout(layout);
-    TORCH_CHECK_VALUE(k >= 0, "k: ", k, " is negative");
-    const auto blocks = static_cast<std::int64_t>(trn3::mx_blocks(l, static_cast<std::size_t>(k)));
+    const auto [uk, t] = k_arg(k);
+    const auto blocks = static_cast<std::int64_t>(trn3::mx_blocks(l, uk));
     TORCH_CHECK_VALUE(scales.size(0) == blocks, "scales has shape ", shape_text(scales.sizes()), "; K = ", k,
                       " in layout ", std::string(layout), " has ", blocks, " MX groups (rows)");
-    const auto t = static_cast<std::int64_t>(trn3::k_tiles(static_cast<std::size_t>(k)));
     at::Tensor out = at::empty({128, t, scales.size(1)}, scales.options());
     if (compute(scales))
-      trn3::to_onchip_scales(l, static_cast<std::size_t>(k), static_cast<std::size_t>(scales.size(1)), u8(scales),
-                             mutable_u8(out));
+      trn3::to_onchip_scales(l, uk, static_cast<std::size_t>(scales.size(1)), u8(scales), mutable_u8(out));
     return out;
   });
 }
@@ -166,15 +173,13 @@ at::Tensor trn3_unpack_scales(const at::Tensor& onchip, std::string_view layout,
     check_e8m0(onchip, "onchip");
     check_dims(onchip, 3, "onchip");
     const trn3::KLayout l = parse_layout(layout);
-    TORCH_CHECK_VALUE(k >= 0, "k: ", k, " is negative");
-    const auto t = static_cast<std::int64_t>(trn3::k_tiles(static_cast<std::size_t>(k)));
+    const auto [uk, t] = k_arg(k);
     TORCH_CHECK_VALUE(onchip.size(0) == 128 && onchip.size(1) == t, "onchip has shape ", shape_text(onchip.sizes()),
                       "; K = ", k, " lies in [128, ", t, ", N]");
-    const auto blocks = static_cast<std::int64_t>(trn3::mx_blocks(l, static_cast<std::size_t>(k)));
+    const auto blocks = static_cast<std::int64_t>(trn3::mx_blocks(l, uk));
     at::Tensor out = at::empty({blocks, onchip.size(2)}, onchip.options());
     if (compute(onchip))
-      trn3::from_onchip_scales(l, static_cast<std::size_t>(k), static_cast<std::size_t>(onchip.size(2)), u8(onchip),
-                               mutable_u8(out));
+      trn3::from_onchip_scales(l, uk, static_cast<std::size_t>(onchip.size(2)), u8(onchip), mutable_u8(out));
     return out;
   });
 }
