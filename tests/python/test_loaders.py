@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors import safe_open
-
-import fp8q
+from checkpoints import check_weights, fp8q_dequantized, tensors
 
 transformers = pytest.importorskip("transformers")
 
@@ -67,42 +65,6 @@ def models(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def tensors(directory: Path) -> dict[str, torch.Tensor]:
-    t = {}
-    for f in sorted(directory.glob("*.safetensors")):
-        with safe_open(str(f), "pt") as s:
-            for k in s.keys():
-                t[k] = s.get_tensor(k)
-    return t
-
-
-def fp8q_dequantized(q: dict[str, torch.Tensor], name: str, layout: str) -> torch.Tensor:
-    """The weight as fp8q dequantizes it (fp32(decode(q) * scale), rounded to bf16)."""
-    codes = q[name]
-    if layout == "hf-fp8":
-        scale, gran = q[name + "_scale_inv"], "block128x128"
-    else:
-        scale = q[name + "_scale"].float()
-        strategy = layout.split()[1]
-        gran = {"tensor": "tensor", "channel": "row", "block": "block128x128"}[strategy]
-        scale = scale.reshape(1, 1) if strategy == "tensor" else scale
-    return fp8q.from_codes(codes, scale.contiguous(), gran).dequantize(torch.bfloat16)
-
-
-def loaders_weight(model, name: str) -> torch.Tensor:
-    """A weight as the loader computes it: transformers' FineGrainedFP8 CPU path has already
-    dequantized it to bf16; compressed-tensors keeps the codes and dequantizes in forward, by
-    its own dequantize() with the module's quantization args."""
-    module = model.get_submodule(name.rsplit(".", 1)[0])
-    w = module.weight
-    if w.dtype != torch.float8_e4m3fn:
-        return w.detach().to(torch.bfloat16)
-    from compressed_tensors.quantization.lifecycle.forward import dequantize
-
-    args = module.quantization_scheme.weights
-    return dequantize(w, module.weight_scale, getattr(module, "weight_zero_point", None), args).to(torch.bfloat16)
-
-
 # (model, layout) pairs the loaders read right today. Not yet listed: tied embeddings with the
 # ct-fp8 layouts (no lm_head in `ignore`, so compressed-tensors expects a quantized lm_head),
 # and dimensions that are not multiples of 128 with hf-fp8 and ct-fp8 block (both loaders derive
@@ -121,15 +83,7 @@ def test_transformers_loads_what_fp8q_wrote(tmp_path, cli, models, model, layout
     loaded = transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.bfloat16).eval()
     # every quantized weight, as the loader dequantized it, against fp8q's dequantization
     q = tensors(out)
-    checked = 0
-    for name, t in q.items():
-        if t.dtype == torch.float8_e4m3fn:
-            ours = fp8q_dequantized(q, name, layout)
-            theirs = loaders_weight(loaded, name)
-            bad = (ours.view(torch.int16) != theirs.view(torch.int16)).sum().item()
-            assert bad == 0, f"{name}: {bad} of {ours.numel()} elements differ"
-            checked += 1
-    assert checked >= 14  # 7 projections a layer
+    assert check_weights(loaded, q, layout, torch.bfloat16) >= 14  # 7 projections a layer
     # FineGrainedFP8 on a CPU dequantizes to bf16 and runs plain Linear layers: its forward pass
     # is the original architecture on fp8q's dequantized weights, bit for bit. compressed-tensors
     # also quantizes the activations dynamically (the scheme fp8q's config declares), so its
@@ -138,7 +92,7 @@ def test_transformers_loads_what_fp8q_wrote(tmp_path, cli, models, model, layout
     with torch.no_grad():
         for name, t in q.items():
             if t.dtype == torch.float8_e4m3fn:
-                reference.get_parameter(name).copy_(fp8q_dequantized(q, name, layout))
+                reference.get_parameter(name).copy_(fp8q_dequantized(q, name, layout, torch.bfloat16))
     ids = torch.randint(0, VOCAB, (2, 24), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         a, b, r = original(ids).logits.float(), loaded(ids).logits.float(), reference(ids).logits.float()
