@@ -3,7 +3,8 @@
 # builds, quantizes the digits classifier (a BF16 Hugging Face-style model directory) into
 # every checkpoint layout with `fp8q quantize`, printing each report, then measures the
 # accuracy of the original and of each quantized model on the held-out test images and
-# prints one table. The quantized models are left in build/digits/ for `fp8q inspect` and
+# prints one table; then the same for a real trained model (examples/minilm/run.py). The
+# quantized models are left in build/digits/ and build/minilm/ for `fp8q inspect` and
 # `fp8q verify`. (The element-format example is examples/quantize_activations.sh build/fp8q.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -68,6 +69,12 @@ for row in "${rows[@]}"; do
   read -r correct percent same dlogit <<< "$acc"
   printf '%-36s %8s %9s %9s %9s %11.4f\n' "$name" "$size" "$correct" "$percent" "$same" "$dlogit"
 done
+echo
+echo
+echo "== A real trained model: sentence-transformers' all-MiniLM-L6-v2 (BERT, 22M parameters, F32),"
+echo "   each layout loaded back by transformers; cosine of 10 sentence embeddings with the original's"
+echo
+"$root/scripts/python" "$root/examples/minilm/run.py" --fp8q "$fp8q" --out "$build/minilm" 2>/dev/null
 echo
 rel="${out#"$root"/}"
 echo "Quantized models: $rel/  (try: ${build#"$root"/}/fp8q inspect $rel/hf-fp8;" \
