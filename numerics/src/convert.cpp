@@ -110,8 +110,10 @@ U round_to_integer(U sig, int s, bool negative, const ConvertOptions& o, std::ui
 // exponent of the leading bit; (c) n = x / 2^q rounded to an integer by the mode; (d) the
 // magnitude code is ((q - qmin) << m) + n, qmin = emin - m: a carry out of the mantissa
 // moves into the exponent field by itself, because codes are ordered like magnitudes;
-// (e) a code beyond max finite is overflow; (f) sign.
-Converted round_into(const Exact& x, const Format& f, const ConvertOptions& o, std::uint64_t index) {
+// (e) a code beyond max finite is overflow; (f) sign. `from` is the format x is a value of
+// (null for results of arithmetic): if `f` holds all of it, Inf stays Inf under every policy.
+Converted round_into(const Exact& x, const Format& f, const ConvertOptions& o, std::uint64_t index,
+                     const Format* from = nullptr) {
   Converted out;
   const std::uint64_t sign = x.negative ? f.sign_bit() : 0;
 
@@ -140,7 +142,9 @@ Converted round_into(const Exact& x, const Format& f, const ConvertOptions& o, s
     return f.has_inf() ? f.inf_code() | sign : f.canonical_nan() | (f.has_signed_nan() ? sign : 0);
   };
   if (x.kind == Kind::kInf) {
-    out.code = inf_result ? inf_or_nan() : (f.max_finite_code() | sign);
+    // is_widening only here: it is a loop over exponents, and Inf inputs are rare
+    const bool exact = from != nullptr && is_widening(*from, f);
+    out.code = inf_result || exact ? inf_or_nan() : (f.max_finite_code() | sign);
     return out;
   }
 
@@ -257,7 +261,8 @@ Exact apply_divisor(const Exact& x, float scale) {
   Exact x = decode(code, from);
   if (options.scale)
     x = options.scale_op == ScaleOp::kDivide ? apply_divisor(x, *options.scale) : apply_scale(x, *options.scale);
-  return round_into(x, to, options, index);
+  // a scaled value is an fp32 value: fp32(x * scale)
+  return round_into(x, to, options, index, options.scale ? &kF32 : &from);
 }
 
 Converted encode_exact(bool negative, std::uint64_t sig, int exp, const Format& to, const ConvertOptions& options,
@@ -276,7 +281,7 @@ std::uint64_t encode_f32(float x, const Format& to, const ConvertOptions& option
 std::uint64_t encode_f64(double x, const Format& to, const ConvertOptions& options, std::uint64_t index) {
   return convert_one(bits_of(x), kF64, to, options, index).code;
 }
-// Decoding keeps Inf as Inf (every narrow value is finite and exact in fp32 and fp64).
+// Exact for every format fp32 / fp64 holds (is_widening); an fp64 source into fp32 keeps Inf.
 constexpr ConvertOptions kDecode{.overflow = Overflow::kInfOrNan};
 float decode_f32(std::uint64_t code, const Format& from) {
   return float_of(static_cast<std::uint32_t>(convert_one(code, from, kF32, kDecode).code));

@@ -48,7 +48,8 @@ def convert(
     ``from_format`` names ``x``'s format when its dtype is ``uint8`` (codes); otherwise the dtype's
     own format is used. ``rounding``: rne (nearest-even) rna rtz rup rdn rto (round to odd) sr
     (stochastic, keyed by ``seed`` and element ``offset + i``). ``overflow``: saturate to
-    +/-max finite, or inf-nan (IEEE). ``nan``: what a NaN becomes in a format without one
+    +/-max finite, or inf-nan (IEEE); a widening conversion (the target holds every value of the
+    source, e.g. decoding) is exact under both, Inf kept. ``nan``: what a NaN becomes in a format without one
     (``error`` raises ValueError naming the index, ``zero``). ``scale``: convert fp32(x * scale)
     (``scale_op="divide"``: fp32(x / scale)). e2m1 results are ``float4_e2m1fn_x2``, two codes a
     byte along the last dimension. ``out``: a tensor of the result's dtype and shape to write

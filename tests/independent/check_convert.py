@@ -129,10 +129,16 @@ def sr_word(n, seed):
 
 def decode(fmt, bits):
     E, M = fmt.E, fmt.M
+    if fmt.kind == 'e8m0':
+        return ('nan', 0) if bits == 0xFF else ('fin', 0, 1, bits - 127)
     s = (bits >> (E + M)) & 1
     ef = (bits >> M) & ((1 << E) - 1)
     f = bits & ((1 << M) - 1)
-    if ef == (1 << E) - 1:
+    if fmt.kind == 'fn' and bits & ~fmt.signbit == fmt.maxcode + 1:
+        return ('nan', s)
+    if fmt.kind == 'fnuz' and bits == fmt.signbit:
+        return ('nan', 0)
+    if fmt.kind == 'ieee' and ef == (1 << E) - 1:
         return ('nan', s) if f else ('inf', s)
     if ef == 0:
         return ('fin', s, f, 1 - fmt.bias - M)
@@ -269,7 +275,21 @@ def overflow_code(T, s, mode, ovf):
     raise ValueError(mode)
 
 
-def convert(v, T, mode, ovf, rfun, slow=False):
+def widening(S, T):
+    """Whether T holds every value of S (zero signs, Inf and NaN included): then a conversion
+    S -> T is exact under both overflow policies (the spec's "widening conversions")."""
+    def minexp(F):  # exponent of the smallest quantum (e8m0: its smallest value 2^-127)
+        return -127 if F.kind == 'e8m0' else 1 - F.bias - F.M
+    signed = lambda F: F.kind != 'e8m0'
+    neg_zero = lambda F: F.kind not in ('e8m0', 'fnuz')
+    return ((signed(T) or not signed(S)) and (neg_zero(T) or not neg_zero(S))
+            and (T.kind == 'ieee' or S.kind != 'ieee') and (T.has_nan or not S.has_nan)
+            and (T.kind != 'e8m0' or S.kind == 'e8m0')  # e8m0 has no zero
+            and T.M >= S.M and minexp(T) <= minexp(S) and T.frac_value(T.maxcode) >= S.frac_value(S.maxcode))
+
+
+def convert(v, T, mode, ovf, rfun, slow=False, src=None):
+    """v's code in T; src: the format v is a value of (fp32 when scaled), for the widening rule."""
     kind, s = v[0], v[1]
     if kind == 'nan':
         if T.kind == 'ieee':
@@ -283,6 +303,8 @@ def convert(v, T, mode, ovf, rfun, slow=False):
         if s == 1 or (kind == 'fin' and v[2] == 0):
             return 0x00 if ovf == 'saturate' else 0xFF
     if kind == 'inf':
+        if src is not None and widening(src, T):
+            return T.infnan(s)
         if ovf == 'saturate' or T.kind == 'finite':
             return (s * T.signbit) | T.maxcode
         return T.infnan(s)
@@ -559,9 +581,23 @@ def build_cases():
             for ovf in ('saturate', 'inf-nan'):
                 cases.append((src, tgt, mode, ovf, None, 5, 11, 1))
         cases.append((src, tgt, 'rne', 'inf-nan', '3.5', 0, 0, 1))
-    for src, tgt in (('f32', 'f64'), ('f16', 'f32'), ('f32', 'f32')):
+    for src, tgt in (('f32', 'f64'), ('f16', 'f32'), ('f32', 'f32'), ('bf16', 'f32')):
         cases.append((src, tgt, 'rne', 'inf-nan', None, 0, 0, 1))
+        cases.append((src, tgt, 'rtz', 'saturate', None, 0, 0, 1))
         cases.append((src, tgt, 'rne', 'saturate', '-0.75', 0, 0, 1))
+    # decoding: every code of every narrow format into the wide formats (and e2m1 / e2m3 into
+    # e4m3fn, also widening), every mode, both policies; scaled, the source is fp32
+    SRW = [m for m in MODES if m != 'sr'] + ['sr']
+    for src in NARROW:
+        for tgt in ('f32', 'f64', 'bf16', 'f16'):
+            for mode in SRW:
+                for ovf in ('saturate', 'inf-nan'):
+                    cases.append((src, tgt, mode, ovf, None, 9, 4, 1, 'all'))
+            for sc in ('3.5', '1000000015047466219876688855040'):
+                cases.append((src, tgt, 'rne', 'saturate', sc, 0, 0, 1, 'all'))
+    for src in ('e2m1', 'e2m3', 'e5m2'):
+        for ovf in ('saturate', 'inf-nan'):
+            cases.append((src, 'e4m3fn', 'rtz', ovf, None, 0, 0, 1, 'all'))
     # threads must not change results (sr uses the global element index)
     for tgt in ('e4m3fn', 'e2m1', 'e8m0'):
         cases.append(('f32', tgt, 'sr', 'inf-nan', None, 99, 123456789012, 3))
@@ -632,7 +668,8 @@ def main():
             rng = random.Random('%d/%s/%s/%s' % (args.seed, srcn, tgtn, sc))
             n_rand = args.per_case if srcn != 'f64' or sc is None else args.per_case // 2
             if allbits:
-                inputs = list(range(1 << (8 * src.size)))
+                inputs = list(range(1 << (8 * src.size if not src.narrow else
+                                          src.E + src.M + (0 if src.kind == 'e8m0' else 1))))
             else:
                 inputs = gen_inputs(src, T, sv, n_rand, rng)
             vals = [decode(src, b) for b in inputs]
@@ -677,7 +714,7 @@ def main():
                         rf = (lambda n=n: sr_word(n, seed))
                     else:
                         rf = None
-                    exp = convert(v, T, mode, ovf, rf)
+                    exp = convert(v, T, mode, ovf, rf, src=F32 if sv is not None else src)
                     g = got[i] if i < len(got) else None
                     if g != exp:
                         bad.append((i, inputs[i], exp, g))

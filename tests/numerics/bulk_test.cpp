@@ -17,6 +17,7 @@
 #include "fp8q/numerics/block_scaled.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "on_isa.hpp"
+#include "oracle.hpp"
 
 namespace fp8q {
 namespace {
@@ -230,6 +231,80 @@ TEST_P(BulkOnIsa, DecodingTablePathEqualsScalar) {  // narrow -> wide, every cod
           EXPECT_EQ(got, reference(std::as_bytes(std::span(codes)), from, *to, o)) << from.name << " -> " << to->name;
         }
   }
+}
+
+// The exact value of every code of `from` as a code of `to` (numerics.md section 2, "Widening
+// conversions are exact"), from the format table's formula (the test Oracle), not convert_one:
+// Inf stays Inf, NaN is the canonical NaN with the sign where `from` has signed NaNs.
+std::vector<std::byte> widened_codes(const Format& from, const Format& to) {
+  const test::Oracle src(from), dst(to.bits() <= 16 ? to : kF16);  // dst: only for 8- and 16-bit targets
+  const std::size_t n = std::size_t{1} << from.bits(), ob = to.storage_bytes();
+  std::vector<std::byte> out(n * ob);
+  for (std::uint64_t c = 0; c < n; ++c) {
+    const std::uint64_t mag = c & from.magnitude_mask();
+    const bool negative = (c & from.sign_bit()) != 0;
+    const std::uint64_t sign = negative ? to.sign_bit() : 0;
+    const bool uz_nan = from.specials == Specials::kFiniteNanUz && c == from.sign_bit();
+    std::uint64_t want;
+    if (uz_nan || (src.is_special(mag) && !(from.has_inf() && mag == from.inf_code()))) {
+      want = to.canonical_nan() | (from.has_signed_nan() ? sign : 0);
+    } else if (src.is_special(mag)) {
+      want = to.inf_code() | sign;
+    } else {
+      const double x = (negative ? -1 : 1) * src.value_of(mag);
+      // exact in each target: the hardware casts do not round here
+      want = to == kF64 ? bits_of(x) : to == kF32 ? bits_of(static_cast<float>(x))
+                                                  : dst(x, Rounding::kNearestEven, Overflow::kInfOrNan);
+    }
+    std::memcpy(out.data() + c * ob, &want, ob);
+  }
+  return out;
+}
+
+// Every code of every narrow format into each wide format that holds it (and e4m3fn, fp6 and
+// fp4 into e4m3fn), every rounding and both overflow policies, threads 1 and 2: the exact value, Inf
+// kept. Bulk takes the 256-entry table (the sr table is skipped: element-wise scalar path).
+TEST_P(BulkOnIsa, WideningDecodeIsExactUnderEveryPolicy) {
+  int checked = 0;
+  for (FormatId id : kNarrowFormats) {
+    const Format& from = format_of(id);
+    std::vector<std::uint8_t> codes(std::size_t{1} << from.bits());
+    for (std::size_t c = 0; c < codes.size(); ++c) codes[c] = static_cast<std::uint8_t>(c);
+    for (const Format* to : {&kF32, &kF64, &kBF16, &kF16, &kE4M3FN}) {
+      if (!is_widening(from, *to)) continue;
+      const auto want = widened_codes(from, *to);
+      for (Rounding r : test::kAllRoundings)
+        for (Overflow ov : test::kAllOverflows)
+          for (int threads : {1, 2}) {
+            ConvertOptions o;
+            o.rounding = r;
+            o.overflow = ov;
+            o.seed = 3;
+            std::vector<std::byte> got(want.size());
+            convert(std::as_bytes(std::span(codes)), from, got, *to, o, {threads, GetParam()});
+            const std::size_t at = first_difference(got, want);
+            ASSERT_EQ(at, got.size()) << from.name << " -> " << to->name << " " << rounding_name(r) << "/"
+                                      << overflow_name(ov) << ": code " << at / to->storage_bytes() << " differs";
+            ++checked;
+          }
+    }
+  }
+  // all 10 into f32, f64 and bf16 (e8m0 too), 9 into f16 (not e8m0), e4m3fn and fp6 / fp4 into e4m3fn
+  EXPECT_EQ(checked, (10 + 10 + 10 + 9 + 4) * 7 * 2 * 2);
+}
+
+// A scaled value is an fp32 value: into fp32 / fp64 it is kept (Inf included, also the Inf of
+// an overflowing product); into bf16 / fp16 (which do not hold fp32) Inf saturates.
+TEST_P(BulkOnIsa, ScaledDecodeKeepsInfOnlyWhereTheTargetHoldsFp32) {
+  const std::vector<std::uint8_t> codes = {0x7C, 0xFC, 0x7B};  // e5m2 +Inf, -Inf, 57344
+  ConvertOptions o;
+  o.scale = 1e35f;  // 57344 * 1e35 overflows fp32
+  std::vector<float> f32(3);
+  convert(codes, kE5M2, f32, o, {1, GetParam()});
+  for (float v : f32) EXPECT_TRUE(std::isinf(v)) << v;
+  std::vector<std::uint16_t> f16(3);
+  convert(std::as_bytes(std::span(codes)), kE5M2, std::as_writable_bytes(std::span(f16)), kF16, o, {1, GetParam()});
+  EXPECT_EQ(f16, (std::vector<std::uint16_t>{0x7BFF, 0xFBFF, 0x7BFF}));
 }
 
 TEST_P(BulkOnIsa, SameBitsForAnyThreadCountAndSplit) {

@@ -4,7 +4,9 @@
 // A conversion is (source format, target format, options). The source code is decoded to
 // its exact value sign * sig * 2^exp, optionally multiplied by the scale (the product
 // rounded once to fp32), and that exact value is rounded into the target by one generic
-// algorithm over the format descriptor. No intermediate format is ever involved.
+// algorithm over the format descriptor. No intermediate format is ever involved. Where the
+// target holds every value of the source (is_widening(from, to), or (kF32, to) when scaled),
+// the result is that value under every policy: Inf stays Inf, NaN is the canonical NaN.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +41,8 @@ std::uint64_t encode_f32(float x, const Format& to, const ConvertOptions& option
                          std::uint64_t index = 0);
 std::uint64_t encode_f64(double x, const Format& to, const ConvertOptions& options = {},
                          std::uint64_t index = 0);
-// Decoding to fp32 / fp64 is exact for every narrow format (NaN becomes the canonical NaN).
+// Decoding to fp32 / fp64 is exact for every narrow format (Inf kept; NaN becomes the
+// canonical NaN), as convert_one() is under any options for a format fp32 / fp64 holds.
 float decode_f32(std::uint64_t code, const Format& from);
 double decode_f64(std::uint64_t code, const Format& from);
 

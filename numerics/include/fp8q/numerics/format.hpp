@@ -184,6 +184,18 @@ constexpr const Format& format_of(FormatId id) {
   return kF32;
 }
 
+// Whether `to` holds every value of `from`: every finite value exactly (with the sign of its
+// zero), and Inf and NaN where `from` has them. A value sig * 2^k of `from` (sig < 2^(m+1),
+// k >= emin - m) lies on `to`'s grid iff to.m >= from.m (normal in `to`) and to's smallest
+// quantum 2^(emin - m) divides it (subnormal in `to`), and it is finite in `to` iff it is at
+// most to's max finite. Such a conversion is exact under every policy (numerics.md section 2).
+constexpr bool is_widening(const Format& from, const Format& to) {
+  return (to.is_signed || !from.is_signed) && (to.has_zero() || !from.has_zero()) &&
+         (to.has_negative_zero() || !from.has_negative_zero()) && (to.has_inf() || !from.has_inf()) &&
+         (to.has_nan() || !from.has_nan()) && to.man_bits >= from.man_bits &&
+         to.emin() - to.man_bits <= from.emin() - from.man_bits && to.max_finite() >= from.max_finite();
+}
+
 // Parses a format name as the CLI spells it ("e4m3fn", "bf16", ...).
 std::optional<FormatId> parse_format(std::string_view name);
 
@@ -220,6 +232,14 @@ static_assert(kE4M3FN.emax() == 8 && kE5M2.emax() == 15 && kE2M3.emax() == 2 && 
 static_assert(kF32.max_finite() == 3.4028234663852886e38 && kF32.denorm_min() == p2(-149));
 static_assert(kBF16.max_finite() == 3.3895313892515355e38 && kF16.max_finite() == 65504);
 static_assert(kF16.storage_bytes() == 2 && kE2M1.storage_bytes() == 1 && kF64.storage_bytes() == 8);
+// Widening: every 8-bit format into f32; e5m2 is f16's top byte; e8m0's 2^-127 is a bf16
+// subnormal but below f16's range; neither of bf16 / f16 holds the other; e4m3fn has a bit
+// more than e5m2; fnuz has no -0 for e4m3fn's.
+static_assert(is_widening(kE5M2, kF32) && is_widening(kE5M2, kF16) && is_widening(kE4M3, kBF16));
+static_assert(is_widening(kF32, kF64) && is_widening(kBF16, kF32) && is_widening(kF16, kF32) && is_widening(kF32, kF32));
+static_assert(is_widening(kE8M0, kBF16) && !is_widening(kE8M0, kF16) && is_widening(kE2M1, kE4M3FN));
+static_assert(!is_widening(kBF16, kF16) && !is_widening(kF16, kBF16) && !is_widening(kE4M3FN, kE5M2));
+static_assert(!is_widening(kF32, kE5M2) && !is_widening(kE4M3FN, kE4M3FNUZ) && !is_widening(kE4M3FNUZ, kE4M3FN));
 }  // namespace format_checks
 
 }  // namespace fp8q

@@ -19,7 +19,9 @@ enum class Rounding : std::uint8_t {
   kStochastic,   // up with probability (x - a) / (b - a), from Philox4x32-10 (see below)
 };
 
-// What happens to values beyond the largest finite value, and to +/-Inf.
+// What happens to values beyond the largest finite value, and to +/-Inf. A conversion into a
+// format that holds every value of the source (is_widening(from, to); fp32 when scaled) has
+// no such values: it is exact under either policy, Inf staying Inf.
 enum class Overflow : std::uint8_t {
   kSaturate,  // finite overflow and +/-Inf become +/-max finite
   kInfOrNan,  // IEEE 754: an overflowing result is Inf where the format has Inf, else NaN,
