@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "fp8q/checkpoint/durable.hpp"
 #include "fp8q/checkpoint/safetensors.hpp"
 #include "fp8q/checkpoint/stop.hpp"
 #include "verbs.hpp"
@@ -89,7 +90,11 @@ void write_all_atomically(const std::string& path, const std::vector<std::byte>&
   if (fd < 0) throw UsageError("cannot create a temporary file beside '" + path + "': " + std::strerror(errno));
   try {
     write_fd(fd, data, path);
-    if (::fsync(fd) != 0) throw UsageError("cannot flush '" + path + "': " + std::strerror(errno));
+    try {
+      fp8q::checkpoint::sync_fd(fd, tmpl);  // the data on disk before the name that publishes it
+    } catch (const std::system_error& e) {
+      throw UsageError("cannot flush '" + path + "': " + e.code().message());
+    }
     const mode_t mask = ::umask(0);  // read the umask back: mkstemp made the file 0600
     ::umask(mask);
     ::fchmod(fd, 0666 & ~mask);
@@ -103,6 +108,11 @@ void write_all_atomically(const std::string& path, const std::vector<std::byte>&
     const int err = errno;
     ::unlink(tmpl.c_str());
     throw UsageError("cannot move the result into '" + path + "': " + std::strerror(err));
+  }
+  try {
+    fp8q::checkpoint::sync_parent(target);  // the rename itself
+  } catch (const std::system_error& e) {
+    throw UsageError("cannot flush the folder of '" + path + "': " + e.code().message());
   }
 }
 

@@ -12,7 +12,8 @@ namespace fp8q::cli {
 std::vector<std::byte> read_all(const std::string& path);
 
 // Writes `data` to `path` ("-" writes standard output) through a temporary file beside it,
-// renamed into place only once everything is written and flushed. Refuses to overwrite
+// renamed into place only once everything is written and fsync'ed; the folder is fsync'ed
+// after the rename (checkpoint/durable.hpp). Refuses to overwrite
 // `input_path` (the input is never modified).
 void write_all_atomically(const std::string& path, const std::vector<std::byte>& data,
                           const std::string& input_path);

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "fp8q/checkpoint/durable.hpp"
+
 #include <atomic>
 #include <random>
 #include <string>
@@ -43,6 +45,7 @@ StagingDir::~StagingDir() {
 }
 
 void StagingDir::commit() {
+  sync_tree(staging_);  // every file and the directory's entries on disk before the rename
   std::error_code ec;
   fs::path aside;
   if (fs::exists(fs::symlink_status(target_, ec))) {
@@ -56,6 +59,7 @@ void StagingDir::commit() {
     throw;
   }
   committed_ = true;
+  sync_parent(target_);  // the rename itself
   if (!aside.empty()) fs::remove_all(aside, ec);
 }
 

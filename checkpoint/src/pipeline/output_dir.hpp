@@ -15,9 +15,10 @@ class StagingDir {
   ~StagingDir();  // removes the staging directory unless commit() succeeded
 
   const std::filesystem::path& path() const { return staging_; }
-  // Renames the staging directory onto the target. An existing target (the caller checked
-  // --force) is first renamed aside and removed only after the new one is in place; if the
-  // final rename fails it is put back.
+  // fsyncs every file under the staging directory and the directory itself, renames it onto
+  // the target, then fsyncs the target's parent (durable.hpp). An existing target (the caller
+  // checked --force) is first renamed aside and removed only after the new one is in place; if
+  // the final rename fails it is put back.
   void commit();
 
  private:

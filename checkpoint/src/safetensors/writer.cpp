@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "fp8q/checkpoint/durable.hpp"
 #include "fp8q/checkpoint/safetensors.hpp"
 #include "fp8q/checkpoint/stop.hpp"
 #include "safetensors/text.hpp"
@@ -200,6 +201,13 @@ void Writer::commit() {
                            " bytes written; " + std::to_string(s.expected - s.written) + " bytes missing in all)");
   }
   s.flush();
+  try {
+    sync_fd(s.fd, s.temp);  // the data on disk before the name that publishes it
+  } catch (...) {
+    s.failed = true;
+    s.discard();
+    throw;
+  }
   const int fd = std::exchange(s.fd, -1);
   if (::close(fd) != 0) {
     const int err = errno;
@@ -215,6 +223,7 @@ void Writer::commit() {
   }
   s.temp.clear();
   s.committed = true;
+  sync_parent(s.path);  // the rename itself
 }
 
 std::uint64_t Writer::bytes_expected() const { return state_ ? state_->expected : 0; }

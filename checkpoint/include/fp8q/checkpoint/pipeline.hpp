@@ -16,8 +16,9 @@
 //      memory follows the largest tensor, not the checkpoint;
 //   4. writes config.json (IN's, with "quantization_config" set by the layout) and copies
 //      IN's other small files (tokenizer, generation config; not other weight files);
-//   5. renames the temporary directory onto OUT_DIR (an existing OUT_DIR only with force:
-//      it is moved aside first and removed after the rename).
+//   5. fsyncs every file of the temporary directory and the directory, renames it onto
+//      OUT_DIR (an existing OUT_DIR only with force: it is moved aside first and removed
+//      after the rename), then fsyncs OUT_DIR's parent (durable.hpp).
 // Any error removes the temporary directory; IN is only ever read. The bytes written do not
 // depend on the thread count.
 #pragma once

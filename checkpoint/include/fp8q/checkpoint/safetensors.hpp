@@ -150,8 +150,8 @@ std::filesystem::path link_target(const std::filesystem::path& path);
 // caller likes (a call may also span tensors: the data is one byte stream). The file is built
 // under a temporary name in the same directory (".<name>.tmp.<pid>.<random>") and renamed
 // onto `path` only by commit(); the destructor removes the temporary if commit() never ran
-// or failed, so `path` is either untouched or the complete new file. Not fsync'ed: the
-// rename is atomic with respect to other processes, not to a power cut.
+// or failed, so `path` is either untouched or the complete new file, also after a crash:
+// the file is fsync'ed before the rename and its directory after it (durable.hpp).
 class Writer {
  public:
   // `path` may be a symbolic link: the file it names is written (link_target()). Throws what
@@ -172,8 +172,9 @@ class Writer {
   // writer is then failed: commit() throws and the temporary is removed).
   void write(std::span<const std::byte> bytes);
   // Throws std::logic_error naming the first incomplete tensor if fewer bytes than declared
-  // were written (the writer stays usable); otherwise flushes, closes and renames onto
-  // `path` (std::system_error naming the path if that fails; the temporary is removed).
+  // were written (the writer stays usable); otherwise flushes, fsyncs, closes and renames onto
+  // `path`, then fsyncs its directory (std::system_error naming the path if that fails; the
+  // temporary is removed).
   void commit();
 
   std::uint64_t bytes_expected() const;   // total data bytes declared
