@@ -5,6 +5,7 @@
 // independently, kept tensors bit for bit, thread-count byte identity, sharding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -263,6 +264,26 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     if (c.layout == "trn3-mx") EXPECT_EQ(qc["packing"], c.pack ? std::string(trn3::k_layout_name(*c.pack)) : "none");
   }
   EXPECT_EQ(out.shards().front().metadata().at("fp8q.layout"), c.layout);
+}
+
+// tie_word_embeddings: no lm_head.weight is stored, but the loader still builds lm_head as a
+// Linear, so every layout lists it among the modules not to convert.
+TEST_P(LayoutTest, TiedEmbeddingsListLmHeadAsNotConverted) {
+  ScratchDir dir;
+  std::filesystem::create_directory(dir / "in");
+  std::vector<HostTensor> tied;
+  for (const HostTensor& t : model_)
+    if (t.name != "lm_head.weight") tied.push_back(t);
+  testing::write_model_file(dir / "in" / "model.safetensors", tied);
+  std::ofstream(dir / "in" / "config.json")
+      << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 160, "tie_word_embeddings": true})";
+  quantize_checkpoint(dir / "in", dir / "out", options());
+  const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
+  const char* key = GetParam().layout.starts_with("ct-") ? "ignore" : "modules_to_not_convert";
+  ASSERT_TRUE(qc.contains(key)) << qc.dump();
+  const auto listed = qc[key].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(listed.begin(), listed.end(), "lm_head"), listed.end()) << qc[key].dump();
+  EXPECT_TRUE(std::is_sorted(listed.begin(), listed.end()));
 }
 
 TEST_P(LayoutTest, SameBytesForAnyThreadCount) {

@@ -1,4 +1,5 @@
 // quantize_checkpoint(): the streaming pipeline of pipeline.hpp, step by step.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -235,6 +236,12 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
       it.out_bytes += spec_bytes(s);
     }
   }
+  // The output projection is never converted, stored or not (llm-compressor ignores
+  // "lm_head" always): with tie_word_embeddings it has no weight of its own, yet the loader
+  // builds an nn.Linear named lm_head and would quantize it if the config did not list it.
+  const bool lm_head_listed = std::any_of(ctx.kept_linear_modules.begin(), ctx.kept_linear_modules.end(),
+                                          [](const std::string& m) { return m == "lm_head" || m.ends_with(".lm_head"); });
+  if (!lm_head_listed) ctx.kept_linear_modules.push_back("lm_head");
   std::sort(ctx.quantized_modules.begin(), ctx.quantized_modules.end());
   std::sort(ctx.kept_linear_modules.begin(), ctx.kept_linear_modules.end());
 

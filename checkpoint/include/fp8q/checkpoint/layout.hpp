@@ -84,7 +84,8 @@ using TensorLookup = std::function<StoredTensor(const std::string& name)>;
 struct ConfigContext {
   LayoutOptions options;
   std::vector<std::string> quantized_modules;  // sorted
-  std::vector<std::string> kept_linear_modules; // 2-D ".weight" tensors left unquantized, sorted
+  std::vector<std::string> kept_linear_modules; // 2-D ".weight" tensors left unquantized and
+                                                // "lm_head" (stored or tied), sorted
   bool static_input_scales = false;            // input_scale tensors were written
 };
 
