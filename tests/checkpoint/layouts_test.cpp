@@ -53,6 +53,27 @@ float stored_scale(const Model& m, const std::string& name, std::size_t i) {
   }
 }
 
+// The fields of compressed-tensors' QuantizationArgs, which forbids any other key
+// (model_config = ConfigDict(extra="forbid")), read from the released wheels'
+// compressed_tensors/quantization/quant_args.py. ct-fp8 must load with 0.12.2; ct-mxfp8 needs
+// 0.15.0 (the first release with the mxfp8-quantized format) and its scale_dtype.
+const std::set<std::string> kQuantizationArgs_0_12_2 = {"num_bits", "type",     "symmetric", "group_size",
+                                                        "strategy", "block_structure", "dynamic", "actorder",
+                                                        "observer", "observer_kwargs"};
+const std::set<std::string> kQuantizationArgs_0_15_0 = {
+    "num_bits", "type", "symmetric", "group_size", "strategy", "block_structure", "dynamic", "actorder",
+    "scale_dtype", "zp_dtype", "observer", "observer_kwargs"};
+
+std::set<std::string> keys(const Json& object) {
+  std::set<std::string> k;
+  for (const auto& [key, v] : object.items()) k.insert(key);
+  return k;
+}
+
+bool includes(const std::set<std::string>& all, const std::set<std::string>& part) {
+  return std::includes(all.begin(), all.end(), part.begin(), part.end());
+}
+
 int floor_log2(float a) {
   int e;
   std::frexp(a, &e);
@@ -242,6 +263,9 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     EXPECT_EQ(g["targets"], Json::array({"Linear"}));
     EXPECT_EQ(g["format"], format);
     const Json& w = g["weights"];
+    const auto& accepted = c.layout == "ct-fp8" ? kQuantizationArgs_0_12_2 : kQuantizationArgs_0_15_0;
+    EXPECT_TRUE(includes(accepted, keys(w))) << w.dump();
+    EXPECT_TRUE(includes(accepted, keys(g["input_activations"]))) << g["input_activations"].dump();
     EXPECT_EQ(w["num_bits"], 8);
     EXPECT_EQ(w["type"], "float");
     EXPECT_EQ(w["symmetric"], true);

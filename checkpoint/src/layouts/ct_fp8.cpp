@@ -26,7 +26,8 @@ namespace {
 
 using OJson = nlohmann::ordered_json;
 
-// QuantizationArgs as compressed-tensors serializes them (every field, in its order).
+// QuantizationArgs as compressed-tensors serializes them, in its order, less scale_dtype and
+// zp_dtype (0.13 on, null here): QuantizationArgs of 0.12 and older forbids unknown keys.
 OJson float8_args(const std::string& strategy, bool dynamic, std::optional<int> group_size,
                   std::optional<std::vector<std::size_t>> block, const char* observer) {
   OJson a;
@@ -38,8 +39,6 @@ OJson float8_args(const std::string& strategy, bool dynamic, std::optional<int> 
   a["block_structure"] = block ? OJson(*block) : OJson(nullptr);
   a["dynamic"] = dynamic;
   a["actorder"] = nullptr;
-  a["scale_dtype"] = nullptr;
-  a["zp_dtype"] = nullptr;
   a["observer"] = observer ? OJson(observer) : OJson(nullptr);
   a["observer_kwargs"] = OJson::object();
   return a;
