@@ -266,6 +266,7 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     const auto& accepted = c.layout == "ct-fp8" ? kQuantizationArgs_0_12_2 : kQuantizationArgs_0_15_0;
     EXPECT_TRUE(includes(accepted, keys(w))) << w.dump();
     EXPECT_TRUE(includes(accepted, keys(g["input_activations"]))) << g["input_activations"].dump();
+    EXPECT_EQ(qc["version"], c.layout == "ct-fp8" ? "0.13.0" : "0.15.0");
     EXPECT_EQ(w["num_bits"], 8);
     EXPECT_EQ(w["type"], "float");
     EXPECT_EQ(w["symmetric"], true);

@@ -23,8 +23,8 @@ ARGS_0_12_2 = {"num_bits", "type", "symmetric", "group_size", "strategy", "block
 # (config/base.py CompressionFormat.mxfp8_quantized; 0.14.0.1 has none).
 ARGS_0_15_0 = ARGS_0_12_2 | {"scale_dtype", "zp_dtype"}
 
-LAYOUTS = [("ct-fp8", "channel", ARGS_0_12_2), ("ct-fp8", "tensor", ARGS_0_12_2), ("ct-fp8", "block", ARGS_0_12_2),
-           ("ct-mxfp8", None, ARGS_0_15_0)]
+LAYOUTS = [("ct-fp8", "channel", ARGS_0_12_2, "0.13.0"), ("ct-fp8", "tensor", ARGS_0_12_2, "0.13.0"),
+           ("ct-fp8", "block", ARGS_0_12_2, "0.13.0"), ("ct-mxfp8", None, ARGS_0_15_0, "0.15.0")]
 
 
 def tied_model(path: Path) -> None:
@@ -42,8 +42,8 @@ def tied_model(path: Path) -> None:
         {"architectures": ["LlamaForCausalLM"], "hidden_size": 128, "tie_word_embeddings": True}))
 
 
-@pytest.mark.parametrize("layout, strategy, accepted", LAYOUTS, ids=lambda v: str(v))
-def test_config_loads_with_compressed_tensors(tmp_path, cli, layout, strategy, accepted):
+@pytest.mark.parametrize("layout, strategy, accepted, version", LAYOUTS, ids=lambda v: str(v))
+def test_config_loads_with_compressed_tensors(tmp_path, cli, layout, strategy, accepted, version):
     tied_model(tmp_path / "in")
     args = [str(cli), "quantize", str(tmp_path / "in"), str(tmp_path / "out"), "--layout", layout]
     if strategy:
@@ -53,6 +53,7 @@ def test_config_loads_with_compressed_tensors(tmp_path, cli, layout, strategy, a
     qc = json.loads((tmp_path / "out" / "config.json").read_text())["quantization_config"]
     parsed = QuantizationConfig.model_validate(qc)
     assert parsed.format == qc["format"]
+    assert qc["version"] == version
     for name, group in qc["config_groups"].items():
         for role in ("weights", "input_activations"):
             extra = set(group[role]) - accepted

@@ -159,7 +159,8 @@ DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::v
 std::string json_string_array(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
 
 std::string compressed_tensors_config(nlohmann::ordered_json weights, nlohmann::ordered_json inputs,
-                                      const std::string& format, const std::vector<std::string>& ignore) {
+                                      const std::string& format, const std::vector<std::string>& ignore,
+                                      const std::string& version) {
   using OJson = nlohmann::ordered_json;
   OJson group;
   group["targets"] = {"Linear"};
@@ -177,7 +178,7 @@ std::string compressed_tensors_config(nlohmann::ordered_json weights, nlohmann::
   j["quantization_status"] = "compressed";
   j["sparsity_config"] = OJson::object();
   j["transform_config"] = OJson::object();
-  j["version"] = "0.13.0";
+  j["version"] = version;
   return j.dump();
 }
 

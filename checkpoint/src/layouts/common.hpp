@@ -65,8 +65,10 @@ DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::v
 std::string json_string_array(const std::vector<std::string>& items);
 // compressed-tensors' quantization_config (as that library writes it, keys in its order): one
 // config group "group_0" over every Linear with these weight and input-activation arguments,
-// `format` ("float-quantized", "mxfp8-quantized"), quantization_status "compressed".
+// `format` ("float-quantized", "mxfp8-quantized"), quantization_status "compressed", and
+// `version`, the compressed-tensors release that first reads the format.
 std::string compressed_tensors_config(nlohmann::ordered_json weights, nlohmann::ordered_json inputs,
-                                      const std::string& format, const std::vector<std::string>& ignore);
+                                      const std::string& format, const std::vector<std::string>& ignore,
+                                      const std::string& version);
 
 }  // namespace fp8q::checkpoint::layouts

@@ -109,7 +109,7 @@ class CtFp8 final : public Layout {
     } else {
       inputs = float8_args("token", true, std::nullopt, std::nullopt, nullptr);  // preset FP8_DYNAMIC
     }
-    return compressed_tensors_config(weights, inputs, "float-quantized", c.kept_linear_modules);
+    return compressed_tensors_config(weights, inputs, "float-quantized", c.kept_linear_modules, "0.13.0");
   }
 };
 

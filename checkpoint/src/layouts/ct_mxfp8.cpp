@@ -99,7 +99,8 @@ class CtMxfp8 final : public Layout {
       return a;
     };
     // preset MXFP8: dynamic MX activations
-    return compressed_tensors_config(args(false), args(true), "mxfp8-quantized", c.kept_linear_modules);
+    // 0.15.0: the first release with CompressionFormat.mxfp8_quantized (config/base.py)
+    return compressed_tensors_config(args(false), args(true), "mxfp8-quantized", c.kept_linear_modules, "0.15.0");
   }
 };
 
