@@ -13,11 +13,14 @@ namespace fp8q {
 
 namespace {
 #if defined(FP8Q_HAVE_AVX2)
-// F16C is CPUID leaf 1, ECX bit 29, read directly: Clang's __builtin_cpu_supports does not
-// know the name "f16c".
+// F16C is CPUID leaf 1, ECX bit 29, read directly (Clang's __builtin_cpu_supports does not
+// know the name "f16c") and once: under a hypervisor each CPUID instruction traps.
 bool cpu_has_f16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+  }();
+  return has;
 }
 #endif
 }  // namespace
