@@ -11,20 +11,29 @@ with 1 and 2 threads (torch.set_num_threads, which is also fp8q's thread count),
     + first write: the page faults every new output pays)
 and the per-call overhead of the Python / operator layer on a 1 KiB tensor (fp8q.convert's
 median minus the C++ call's). Prints medians and the ratios; timings are wall clock.
+
+The script runs itself with OMP_WAIT_POLICY=PASSIVE unless the variable is set: torch's OpenMP
+workers otherwise spin after each of torch's parallel regions and take a core from fp8q's
+threads (docs/performance.md has both).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-import torch
+if "OMP_WAIT_POLICY" not in os.environ:  # before torch starts its OpenMP runtime
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
 
-import fp8q
+import torch  # noqa: E402
+
+import fp8q  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +71,8 @@ def main() -> None:
     x = (torch.randn(big // 2, generator=torch.Generator().manual_seed(1)) * 64).to(torch.bfloat16)
     small = x[:512].clone()  # 1 KiB
     assert torch.equal(fp8q.convert(x, torch.float8_e4m3fn).view(torch.uint8), x.to(torch.float8_e4m3fn).view(torch.uint8))
-    print(f"CPU: {cpu_name()}; torch {torch.__version__}; {platform.python_implementation()} {platform.python_version()}")
+    print(f"CPU: {cpu_name()}; torch {torch.__version__}; {platform.python_implementation()} {platform.python_version()}; "
+          f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}")
     print(f"bf16 -> float8_e4m3fn, 64 MiB input, medians of {a.reps} calls (ms)")
     print(f"{'threads':>7} {'torch .to':>9} {'fp8q':>9} {'new 32MiB':>9} {'torch copy_':>11} {'fp8q out=':>9} "
           f"{'C++':>7} | {'fp8q/torch speed':>16} {'fp8q out=/copy_':>15} {'out= / C++':>10}")
