@@ -30,7 +30,7 @@ fi
 # The Python environment, one per content of python/requirements.txt (scripts/venv.sh), made
 # under a temporary name and renamed when complete, so an interrupted set-up leaves nothing
 # half-made that a later run would take for finished. The first time this downloads about
-# 3 GB (torch's Linux wheel is a CUDA build; it runs on a CPU) and takes 5.7 GB of disk.
+# 3 GB (torch's Linux wheel is a CUDA build; it runs on a CPU) and takes 6 GB of disk.
 source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 if [ ! -f "$fp8q_venv/.complete" ]; then
   echo "setup: making the Python environment $fp8q_venv (first time: a ~3 GB download, about 4 minutes)" >&2
