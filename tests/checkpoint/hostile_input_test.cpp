@@ -163,7 +163,7 @@ std::vector<Hostile> cases() {
   c.push_back({"fp8_weight",
                file(image_with_data(R"({"l.weight": {"dtype": "F8_E4M3", "shape": [2, 2], "data_offsets": [0, 4]}})", 4)),
                "tensor \"l.weight\" is F8_E4M3: the input is already quantized"});
-  for (auto& h : c) h.options.layout = "hf-fp8";
+  for (auto& h : c) h.options.layout = "ct-fp8";
   return c;
 }
 
@@ -199,7 +199,7 @@ TEST(HostileOptions, AllowNonfinitePassesNaNThrough) {
   std::memcpy(model[4].bytes.data() + 20, &nan, 2);
   testing::write_model_file(dir / "m.safetensors", model);
   QuantizeCheckpointOptions o;
-  o.layout = "hf-fp8";
+  o.layout = "ct-fp8";
   o.allow_nonfinite = true;
   const auto r = quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
   EXPECT_GT(r.tensors[4].stats.nonfinite, 0u);
@@ -222,7 +222,7 @@ TEST(HostileOptions, FirstBadWeightIsReportedWhateverTheOverlap) {
   for (bool measure : {true, false})
     for (int threads : {1, 2, 3, 4}) {
       QuantizeCheckpointOptions o;
-      o.layout = "hf-fp8";
+      o.layout = "ct-fp8";
       o.measure = measure;
       o.layout_options.threads = threads;
       try {

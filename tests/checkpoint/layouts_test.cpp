@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -84,6 +85,9 @@ class LayoutTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     model_ = testing::small_model();
+    // the one weight of whole 128 x 128 blocks (the block layouts keep the others)
+    model_.push_back(testing::make_tensor("model.layers.0.self_attn.k_proj.weight", DType::kBF16, {256, 384},
+                                          testing::random_values(256 * 384, 11)));
     std::filesystem::create_directory(dir_ / "in");
     testing::write_model_file(dir_ / "in" / "model.safetensors", model_);
     testing::write_config(dir_ / "in");
@@ -98,11 +102,16 @@ class LayoutTest : public ::testing::TestWithParam<Case> {
     return o;
   }
   bool mx() const { return GetParam().layout == "ct-mxfp8" || GetParam().layout == "trn3-mx"; }
-  // Which weights the layout quantizes in small_model().
+  bool blocks() const {
+    return GetParam().layout == "hf-fp8" || GetParam().strategy == Strategy::kBlock;
+  }
+  // Which weights the layout quantizes in model_.
   bool expect_quantized(const std::string& name) const {
     static const std::set<std::string> linear = {
         "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.o_proj.weight",
         "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.down_proj.weight"};
+    if (name == "model.layers.0.self_attn.k_proj.weight") return true;
+    if (blocks()) return false;  // a dimension of 160 or 300
     if (GetParam().layout == "ct-mxfp8" && name == "model.layers.0.mlp.down_proj.weight") return false;  // 300 % 32
     return linear.count(name) != 0;
   }
@@ -229,6 +238,9 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
   // ---- the report ----
   for (const auto& r : result.tensors) {
     EXPECT_EQ(r.quantized, expect_quantized(r.name)) << r.name;
+    if (blocks() && r.name == "model.layers.0.mlp.gate_proj.weight")
+      EXPECT_EQ(r.reason, "out_features 300 and in_features 160 are not multiples of 128 (the loaders misread a partial "
+                          "128x128 block)");
     if (r.quantized) {
       EXPECT_GT(r.stats.sqnr_db(), 25.0) << r.name;
       EXPECT_EQ(r.stats.saturated, 0u) << r.name;
@@ -247,6 +259,9 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
   // every kept 2-D weight, the embedding too (a name cannot tell an Embedding from a Linear)
   std::vector<std::string> kept_linear = {"lm_head", "model.embed_tokens", "model.layers.0.mlp.gate"};
   if (c.layout == "ct-mxfp8") kept_linear.insert(kept_linear.begin() + 2, "model.layers.0.mlp.down_proj");
+  if (blocks())
+    kept_linear = {"lm_head", "model.embed_tokens", "model.layers.0.mlp.down_proj", "model.layers.0.mlp.gate",
+                   "model.layers.0.mlp.gate_proj", "model.layers.0.self_attn.o_proj", "model.layers.0.self_attn.q_proj"};
   if (c.layout == "hf-fp8") {
     EXPECT_EQ(qc["quant_method"], "fp8");
     EXPECT_EQ(qc["fmt"], "e4m3");
@@ -287,6 +302,10 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     EXPECT_EQ(qc["fmt"], c.layout == "trn2" ? "e4m3" : "e4m3fn");
     if (c.layout == "trn2") EXPECT_EQ(qc["fp8_max"], 240);
     if (c.layout == "trn3-mx") EXPECT_EQ(qc["packing"], c.pack ? std::string(trn3::k_layout_name(*c.pack)) : "none");
+    if (c.layout == "trn3-mx" && c.pack) {
+      EXPECT_EQ(qc["in_features"]["model.layers.0.mlp.down_proj"], 300);
+      EXPECT_EQ(qc["in_features"].size(), 5u);
+    }
   }
   EXPECT_EQ(out.shards().front().metadata().at("fp8q.layout"), c.layout);
 }
@@ -347,7 +366,7 @@ TEST(Pipeline, ShardsAsTheyFillWithAnIndex) {
   std::ofstream(dir / "in" / "model.safetensors.index.json") << index.dump();
   testing::write_config(dir / "in");
   QuantizeCheckpointOptions o;
-  o.layout = "hf-fp8";
+  o.layout = "ct-fp8";
   o.max_shard_bytes = 40000;
   const auto r = quantize_checkpoint(dir / "in", dir / "out", o);
   const Model out = Model::open(dir / "out");
@@ -396,14 +415,14 @@ TEST(Pipeline, IgnoreRegexAndBareFileInput) {
   ScratchDir dir;
   testing::write_model_file(dir / "m.safetensors", testing::small_model());
   QuantizeCheckpointOptions o;
-  o.layout = "hf-fp8";
+  o.layout = "ct-fp8";
   o.ignore = {"o_proj", "^model\\.layers\\.0\\.mlp\\.down"};
   const auto r = quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
   EXPECT_EQ(r.summary.quantized, 2u);
   for (const auto& t : r.tensors)
     if (t.name.find("o_proj") != std::string::npos) EXPECT_EQ(t.reason, "--ignore o_proj");
   const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
-  EXPECT_EQ(qc["modules_to_not_convert"].size(), 5u);  // lm_head, embed_tokens, gate, o_proj, down_proj
+  EXPECT_EQ(qc["ignore"].size(), 5u);  // lm_head, embed_tokens, gate, o_proj, down_proj
   EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "m.safetensors").problems.empty());
 }
 
@@ -430,7 +449,7 @@ TEST(Pipeline, VerifyFindsATamperedTensor) {
 // A quantized weight whose codes or scales were destroyed is a problem too, not only a figure.
 TEST(Pipeline, VerifyFindsDestroyedCodesAndScales) {
   ScratchDir dir;
-  quantize_small_model(dir, "hf-fp8");
+  quantize_small_model(dir, "ct-fp8");
   const auto path = dir / "out" / "model.safetensors";
   const std::string original = testing::read_raw(path);
   const Header h = parse_header(std::as_bytes(std::span(original)), "out");
@@ -446,7 +465,7 @@ TEST(Pipeline, VerifyFindsDestroyedCodesAndScales) {
   };
   const Damage damages[] = {
       {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.weight", "0.00 dB", 0},
-      {"model.layers.0.mlp.down_proj.weight", "model.layers.0.mlp.down_proj.weight_scale_inv", "dB SQNR", 0x7F},
+      {"model.layers.0.mlp.down_proj.weight", "model.layers.0.mlp.down_proj.weight_scale", "dB SQNR", 0x7F},
   };
   for (const Damage& d : damages) {
     std::string bytes = original;
@@ -460,6 +479,60 @@ TEST(Pipeline, VerifyFindsDestroyedCodesAndScales) {
   }
   testing::write_raw(path, original);
   EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "m.safetensors").problems.empty());
+}
+
+// verify reports what would make a loader misread the output: config.json's module lists and
+// arguments against the tensors stored, and a quantized weight of a shape the layout keeps.
+TEST(Pipeline, VerifyFindsWhatALoaderWouldMisread) {
+  ScratchDir dir;
+  quantize_small_model(dir, "ct-fp8");
+  const auto config_path = dir / "out" / "config.json";
+  const std::string original = testing::read_raw(config_path);
+  struct Edit {
+    std::function<void(Json&)> edit;
+    std::string says;
+  };
+  const Edit edits[] = {
+      {[](Json& q) { q["ignore"].erase(std::find(q["ignore"].begin(), q["ignore"].end(), "model.layers.0.mlp.gate")); },
+       "quantization_config.ignore does not list \"model.layers.0.mlp.gate\", which is not quantized"},
+      {[](Json& q) { q["ignore"].push_back("model.layers.0.self_attn.q_proj"); },
+       "lists \"model.layers.0.self_attn.q_proj\", which is stored quantized"},
+      {[](Json& q) { q["config_groups"]["group_0"]["weights"]["zp_dtype"] = nullptr; },
+       "quantization_config.config_groups is"},
+      {[](Json& q) { q["format"] = "naive-quantized"; }, "quantization_config.format is \"naive-quantized\""},
+      {[](Json& q) { q["weight_block_size"] = {128, 128}; }, "weight_block_size is not a key layout ct-fp8 writes"},
+  };
+  for (const Edit& e : edits) {
+    Json c = Json::parse(original);
+    e.edit(c["quantization_config"]);
+    testing::write_raw(config_path, c.dump());
+    const auto v = verify_checkpoint(dir / "out", dir / "m.safetensors");
+    ASSERT_EQ(v.problems.size(), 1u) << e.says;
+    EXPECT_NE(v.problems[0].find(e.says), std::string::npos) << v.problems[0];
+  }
+  testing::write_raw(config_path, original);
+  EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "m.safetensors").problems.empty());
+
+  // an hf-fp8 weight of out_features 200 stored with a partial block (as fp8q wrote before it
+  // kept such weights): transformers would read blocks of 100 rows
+  ScratchDir d2;
+  std::filesystem::create_directories(d2 / "out");
+  const HostTensor in = testing::make_tensor("l.weight", DType::kBF16, {200, 128}, std::vector<float>(200 * 128, 0.5f));
+  testing::write_model_file(d2 / "in.safetensors", {in});
+  const std::vector<std::byte> codes(200 * 128, std::byte{0x38});  // e4m3fn 1.0
+  const float half[2] = {0.5f, 0.5f};
+  const auto scales = std::as_bytes(std::span(half));
+  const TensorData out[] = {{{"l.weight", DType::kF8_E4M3, {200, 128}}, codes},
+                            {{"l.weight_scale_inv", DType::kF32, {2, 1}}, scales}};
+  write_file(d2 / "out" / "model.safetensors", out, {{"format", "pt"}, {"fp8q.layout", "hf-fp8"}});
+  testing::write_raw(d2 / "out" / "config.json",
+                     R"({"quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                         "weight_block_size": [128, 128], "modules_to_not_convert": ["lm_head"]}})");
+  const auto v = verify_checkpoint(d2 / "out", d2 / "in.safetensors");
+  ASSERT_EQ(v.problems.size(), 1u) << (v.problems.empty() ? "" : v.problems[0]);
+  EXPECT_NE(v.problems[0].find("\"l.weight\" is stored quantized, but out_features 200 is not a multiple of 128"),
+            std::string::npos)
+      << v.problems[0];
 }
 
 }  // namespace

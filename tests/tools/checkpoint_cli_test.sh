@@ -22,9 +22,10 @@ def tensor(shape, scale=0.05):
     n = 1
     for s in shape: n *= s
     return bf16([rng.gauss(0, scale) for _ in range(n)])
-specs = [("model.embed_tokens.weight", [40, 64]), ("model.layers.0.input_layernorm.weight", [64]),
-         ("model.layers.0.self_attn.q_proj.weight", [64, 64]), ("model.layers.0.mlp.up_proj.weight", [160, 64]),
-         ("model.layers.0.mlp.down_proj.weight", [64, 160]), ("lm_head.weight", [40, 64])]
+# down_proj's in_features 160 is not a multiple of 128: the block layouts keep it (and say so)
+specs = [("model.embed_tokens.weight", [40, 128]), ("model.layers.0.input_layernorm.weight", [128]),
+         ("model.layers.0.self_attn.q_proj.weight", [128, 128]), ("model.layers.0.mlp.up_proj.weight", [256, 128]),
+         ("model.layers.0.mlp.down_proj.weight", [128, 160]), ("lm_head.weight", [40, 128])]
 header, blobs, off = {}, [], 0
 for name, shape in specs:
     b = tensor(shape); header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [off, off + len(b)]}
@@ -47,7 +48,8 @@ for layout in hf-fp8 ct-fp8 ct-mxfp8 trn2 trn3-mx; do
   expect "verify $layout OK" grep -q 'verify: OK' "$tmp/out"
 done
 check "quantize --json" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-json" --layout ct-fp8 --strategy block --json
-expect "--json parses" "$py" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["summary"]["quantized"] == 3, j["summary"]' "$tmp/out"
+expect "--json parses" "$py" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["summary"]["quantized"] == 2, j["summary"]' "$tmp/out"
+expect "--json: block layouts keep a partial block" "$py" -c 'import json,sys; t={x["name"]: x for x in json.load(open(sys.argv[1]))["tensors"]}["model.layers.0.mlp.down_proj.weight"]; assert not t["quantized"] and "in_features 160 is not a multiple of 128" in t["reason"], t' "$tmp/out"
 check "inspect dir" 0 '' -- "$fp8q" inspect "$tmp/q-hf-fp8"
 expect "inspect lists weight_scale_inv" grep -q 'weight_scale_inv' "$tmp/out"
 expect "inspect shows quant_method" grep -q '"quant_method": "fp8"' "$tmp/out"
@@ -83,10 +85,10 @@ import struct, sys, json
 data = bytearray(open(sys.argv[1], "rb").read())
 n = struct.unpack("<Q", data[:8])[0]; h = json.loads(data[8:8 + n])
 b = 8 + n + h["model.layers.0.mlp.up_proj.weight"]["data_offsets"][0]
-data[b + 2 * 70: b + 2 * 70 + 2] = b"\xc0\x7f"  # element 70 = row 1, column 6: NaN
+data[b + 2 * 140: b + 2 * 140 + 2] = b"\xc0\x7f"  # element 140 = row 1, column 12: NaN
 open(sys.argv[2], "wb").write(data)
 PY
-check "NaN weight" 2 'model.layers.0.mlp.up_proj.weight.*element 70 \(row 1, column 6\) is NaN' -- "$fp8q" quantize "$tmp/bad" "$tmp/x" --layout hf-fp8
+check "NaN weight" 2 'model.layers.0.mlp.up_proj.weight.*element 140 \(row 1, column 12\) is NaN' -- "$fp8q" quantize "$tmp/bad" "$tmp/x" --layout hf-fp8
 check "--allow-nonfinite" 0 '' -- "$fp8q" quantize "$tmp/bad" "$tmp/x" --layout hf-fp8 --allow-nonfinite
 rm -rf "$tmp/x"
 mkdir "$tmp/other" && cp "$tmp/model/config.json" "$tmp/other/"

@@ -35,6 +35,14 @@ std::vector<std::uint64_t> strategy_scale_shape(Strategy s, std::size_t rows, st
   throw std::logic_error("strategy_scale_shape: unknown strategy");
 }
 
+std::optional<std::string> partial_block_reason(const std::vector<std::uint64_t>& shape) {
+  const bool out_ok = shape[0] % kBlock == 0, in_ok = shape[1] % kBlock == 0;
+  if (out_ok && in_ok) return std::nullopt;
+  const std::string out = "out_features " + std::to_string(shape[0]), in = "in_features " + std::to_string(shape[1]);
+  const std::string what = !out_ok && !in_ok ? out + " and " + in + " are not multiples" : (out_ok ? in : out) + " is not a multiple";
+  return what + " of 128 (the loaders misread a partial 128x128 block)";
+}
+
 float round_up_to(DType dtype, float x) {
   if (dtype == DType::kF32) return x;
   const Format& f = dtype == DType::kBF16 ? kBF16 : kF16;

@@ -24,6 +24,12 @@ const Format& source_format(DType d);  // F32, BF16, F16; std::invalid_argument 
 BlockGrid strategy_grid(Strategy s, std::size_t rows, std::size_t cols);
 std::vector<std::uint64_t> strategy_scale_shape(Strategy s, std::size_t rows, std::size_t cols);
 
+// 128 x 128 blocks are stored only for W whose dimensions are both multiples of 128: the CPU
+// loaders take the block as dim / n_scales (transformers' Fp8Dequantize) or require exact
+// division (compressed-tensors <= 0.19), so a partial edge block is misread or refused
+// (docs/checkpoints.md). The reason names the dimension; nullopt when both divide.
+std::optional<std::string> partial_block_reason(const std::vector<std::uint64_t>& shape);
+
 // Divide convention (DeepSeek-V3, compressed-tensors): per block, s = scale_inv_from_amax(amax,
 // target) (= fp32(amax / max_finite)); with `scale_dtype` BF16 or F16, s is then rounded UP to
 // that dtype (so every |x| / s stays within max_finite: rounding down could clip the block's

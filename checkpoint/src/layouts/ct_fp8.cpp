@@ -9,6 +9,8 @@
 //                            tensor [1], channel [out, 1], block [ceil(out/128), ceil(in/128)]
 //   <module>.input_scale   the input dtype, [1]: only with static activation scales (--calib-data)
 //   symmetric, so no zero point is stored.
+//   block: only for W whose dimensions are multiples of 128; others stay in high precision, in
+//   `ignore` (compressed-tensors 0.12 refuses a partial edge block).
 // Scales: s = fp32(amax / 448) rounded UP to the input dtype (fp8q's choice: rounding to
 // nearest could put a block's largest element above 448 and clip it), q = e4m3fn(fp32(x / s)).
 // config.json "quantization_config": quant_method "compressed-tensors", format
@@ -56,6 +58,9 @@ class CtFp8 final : public Layout {
   bool supports_input_scales() const override { return true; }
   static Strategy strategy(const LayoutOptions& o) { return o.strategy.value_or(Strategy::kChannel); }
 
+  std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions& o) const override {
+    return strategy(o) == Strategy::kBlock ? partial_block_reason(shape) : std::nullopt;
+  }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
     std::vector<TensorSpec> s = {
         {w.module + ".weight", DType::kF8_E4M3, w.shape},

@@ -49,7 +49,7 @@ class CtMxfp8 final : public Layout {
     if (o.strategy) throw std::invalid_argument("ct-mxfp8 always uses groups of 32 (MX); --strategy does not apply");
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
   }
-  std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape) const override {
+  std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions&) const override {
     if (shape[1] % 32 != 0) return "in_features " + std::to_string(shape[1]) + " is not a multiple of 32";
     return std::nullopt;
   }

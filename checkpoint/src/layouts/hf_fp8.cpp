@@ -7,6 +7,8 @@
 //   <module>.weight_scale_inv  F32                   [ceil(out/128), ceil(in/128)]
 //     the dequantization multiplier of each 128 x 128 block (edge blocks partial):
 //     s = fp32(amax / 448), q = e4m3fn(fp32(x / s)) nearest-even, saturating; x ~= q * s
+//   A weight with a dimension that is not a multiple of 128 stays in high precision (listed in
+//   modules_to_not_convert): Transformers' CPU path would misread its partial edge block.
 //   config.json "quantization_config": {"quant_method": "fp8", "fmt": "e4m3",
 //     "activation_scheme": "dynamic", "weight_block_size": [128, 128],
 //     "modules_to_not_convert": [the linear layers left in high precision]}
@@ -31,6 +33,9 @@ class HfFp8 final : public Layout {
       throw std::invalid_argument("hf-fp8 always uses 128x128 blocks (--strategy block); --strategy " +
                                   std::string(strategy_name(*o.strategy)) + " does not apply");
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
+  }
+  std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions&) const override {
+    return partial_block_reason(shape);
   }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions&) const override {
     return {{w.module + ".weight", DType::kF8_E4M3, w.shape},

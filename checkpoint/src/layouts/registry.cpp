@@ -31,7 +31,9 @@ float DequantView::scale(std::size_t r, std::size_t c) const {
   return e == 0 ? float_of(0x00400000u) : float_of(static_cast<std::uint32_t>(e) << 23);
 }
 
-std::optional<std::string> Layout::cannot_quantize(const std::vector<std::uint64_t>&) const { return std::nullopt; }
+std::optional<std::string> Layout::cannot_quantize(const std::vector<std::uint64_t>&, const LayoutOptions&) const {
+  return std::nullopt;
+}
 
 const Layout* layout_named(std::string_view name) {
   for (const Layout* l : {&layouts::hf_fp8_layout(), &layouts::ct_fp8_layout(), &layouts::ct_mxfp8_layout(),

@@ -13,6 +13,9 @@
 //   <module>.weight_scale  F32: tensor [1], channel [out, 1] (default), block [ceil(out/128),
 //                          ceil(in/128)]; s = fp32(amax / 240), q = e4m3(fp32(x / s)) RNE
 //                          saturating at 240 (never the device's NaN); x ~= q * s.
+//   block: only for W whose dimensions are multiples of 128 (others stay in high precision):
+//   NxD's blockwise layer allocates floor(dim / 128) scales and accepts a dimension under 128
+//   on the partition axis alone. NxD Inference renames weight_scale to scale on loading.
 // What tells a loader this is not OCP e4m3fn: config.json quantization_config
 // {"quant_method": "fp8q", "layout": "trn2", "fmt": "e4m3", "fp8_max": 240, ...} and the
 // safetensors __metadata__ "fp8q.layout" = "trn2", "fp8q.weight_format" = "e4m3".
@@ -38,6 +41,9 @@ class Trn2 final : public Layout {
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
   }
   static Strategy strategy(const LayoutOptions& o) { return o.strategy.value_or(Strategy::kChannel); }
+  std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions& o) const override {
+    return strategy(o) == Strategy::kBlock ? partial_block_reason(shape) : std::nullopt;
+  }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
     return {{w.module + ".weight", DType::kF8_E4M3, w.shape},
             {w.module + ".weight_scale", DType::kF32, strategy_scale_shape(strategy(o), w.shape[0], w.shape[1])}};

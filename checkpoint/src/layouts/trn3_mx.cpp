@@ -17,7 +17,8 @@
 //   MX groups are the hardware's (8 partitions x 4 slots), which for wrapX are not 32
 //   consecutive K: each group is quantized over exactly the K indices it covers.
 // config.json: {"quant_method": "fp8q", "layout": "trn3-mx", "fmt": "e4m3fn",
-// "scale_fmt": "e8m0", "group_size": 32, "scale_rule": "trainium3", "packing": ...}.
+// "scale_fmt": "e8m0", "group_size": 32, "scale_rule": "trainium3", "packing": ...}, and for a
+// packed layout "in_features": {module: K} (the image pads K to whole 512-element tiles).
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -162,8 +163,13 @@ class Trn3Mx final : public Layout {
     j["group_size"] = 32;
     j["scale_rule"] = "trainium3";
     j["packing"] = c.options.pack ? std::string(t3::k_layout_name(*c.options.pack)) : std::string("none");
-    if (c.options.pack)
+    if (c.options.pack) {
       j["packed_shape"] = "weight [128, ceil(in/512), out, 4] float8_e4m3fn_x4 image; weight_scale [128, ceil(in/512), out]";
+      // the packed image pads K to whole tiles: a reader needs each weight's in_features
+      OJson in = OJson::object();
+      for (const auto& [module, shape] : c.quantized_shapes) in[module] = shape[1];
+      j["in_features"] = std::move(in);
+    }
     j["activation_scheme"] = "dynamic";
     j["modules_to_not_convert"] = c.kept_linear_modules;
     return j.dump();

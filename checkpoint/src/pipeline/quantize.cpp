@@ -49,6 +49,14 @@ LayoutOptions options_from_metadata(const std::map<std::string, std::string>& m)
   return o;
 }
 
+void complete_config_context(ConfigContext& c) {
+  const bool lm_head_listed = std::any_of(c.kept_linear_modules.begin(), c.kept_linear_modules.end(),
+                                          [](const std::string& m) { return m == "lm_head" || m.ends_with(".lm_head"); });
+  if (!lm_head_listed) c.kept_linear_modules.push_back("lm_head");
+  std::sort(c.quantized_modules.begin(), c.quantized_modules.end());
+  std::sort(c.kept_linear_modules.begin(), c.kept_linear_modules.end());
+}
+
 }  // namespace pipeline
 
 namespace {
@@ -187,7 +195,7 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
   for (const ModelTensor& t : model.tensors()) {
     Item it;
     it.tensor = &t;
-    it.keep = keep_reason(*t.info, opt.ignore, *layout);
+    it.keep = keep_reason(*t.info, opt.ignore, *layout, opt.layout_options);
     if (it.keep) {
       it.specs = {{t.info->name, t.info->dtype, t.info->shape}};
       // every kept 2-D weight is listed as not converted: fp8q cannot tell an nn.Embedding
@@ -201,6 +209,7 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
       it.weight.dtype = t.info->dtype;
       it.weight.shape = t.info->shape;
       ctx.quantized_modules.push_back(it.weight.module);
+      ctx.quantized_shapes[it.weight.module] = it.weight.shape;
     }
     items.push_back(std::move(it));
   }
@@ -236,14 +245,7 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
       it.out_bytes += spec_bytes(s);
     }
   }
-  // The output projection is never converted, stored or not (llm-compressor ignores
-  // "lm_head" always): with tie_word_embeddings it has no weight of its own, yet the loader
-  // builds an nn.Linear named lm_head and would quantize it if the config did not list it.
-  const bool lm_head_listed = std::any_of(ctx.kept_linear_modules.begin(), ctx.kept_linear_modules.end(),
-                                          [](const std::string& m) { return m == "lm_head" || m.ends_with(".lm_head"); });
-  if (!lm_head_listed) ctx.kept_linear_modules.push_back("lm_head");
-  std::sort(ctx.quantized_modules.begin(), ctx.quantized_modules.end());
-  std::sort(ctx.kept_linear_modules.begin(), ctx.kept_linear_modules.end());
+  pipeline::complete_config_context(ctx);
 
   // Shards: consecutive items, a new shard when the next item would pass the limit.
   std::vector<std::pair<std::size_t, std::size_t>> shards;  // [begin, end) of items

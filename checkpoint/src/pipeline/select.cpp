@@ -22,7 +22,8 @@ constexpr std::size_t kMaxMatchedName = 4096;
 
 }  // namespace
 
-std::optional<std::string> keep_reason(const TensorInfo& t, const std::vector<std::string>& ignore, const Layout& layout) {
+std::optional<std::string> keep_reason(const TensorInfo& t, const std::vector<std::string>& ignore, const Layout& layout,
+                                       const LayoutOptions& options) {
   if (t.dtype != DType::kF32 && t.dtype != DType::kBF16 && t.dtype != DType::kF16)
     return "dtype " + std::string(dtype_name(t.dtype));
   if (t.shape.size() != 2) return t.shape.size() == 1 ? std::string("1-D") : std::to_string(t.shape.size()) + "-D";
@@ -41,7 +42,7 @@ std::optional<std::string> keep_reason(const TensorInfo& t, const std::vector<st
   for (const auto& pattern : ignore)
     if (std::regex_search(t.name, std::regex(pattern, std::regex::ECMAScript))) return "--ignore " + pattern;
   if (t.shape[0] == 0 || t.shape[1] == 0) return "empty";
-  if (auto why = layout.cannot_quantize(t.shape)) return *why;
+  if (auto why = layout.cannot_quantize(t.shape, options)) return *why;
   return std::nullopt;
 }
 

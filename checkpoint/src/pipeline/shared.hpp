@@ -18,4 +18,9 @@ std::map<std::string, std::string> shard_metadata(const Layout& layout, const La
 // Throws FormatError for a value that is not a strategy / packing.
 LayoutOptions options_from_metadata(const std::map<std::string, std::string>& metadata);
 
+// Adds "lm_head" to the modules not converted unless an output projection is listed (the
+// loader builds lm_head as a Linear even when tie_word_embeddings stores no weight for it;
+// llm-compressor always ignores it), then sorts both lists.
+void complete_config_context(ConfigContext& context);
+
 }  // namespace fp8q::checkpoint::pipeline

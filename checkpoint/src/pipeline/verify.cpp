@@ -1,7 +1,9 @@
 // verify_checkpoint(): OUT_DIR dequantized and compared with IN (pipeline.hpp).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -18,8 +20,54 @@ using detail::quote;
 // A quantized weight measured below this SQNR does not encode IN's values: every layout keeps
 // FP8 elements (25-35 dB on real weights, ~31 dB on the example model), an all-zero or garbled
 // code section measures ~0 dB, a wrong scale far below 0; non-finite values measure NaN or -Inf.
+namespace {
 constexpr double kMinSqnrDb = 10.0;
 
+// config.json's quantization_config against the one quantize writes for the tensors stored:
+// the loaders read the scheme, and which modules are not converted, from it alone.
+std::vector<std::string> config_problems(const Layout& layout, const ConfigContext& ctx,
+                                         const std::optional<std::string>& config_json, const std::filesystem::path& dir) {
+  using Json = nlohmann::json;
+  const std::string where = (dir / "config.json").string();
+  if (!config_json) return {dir.string() + ": no config.json (the loaders read quantization_config from it)"};
+  const Json c = Json::parse(*config_json, nullptr, false);
+  if (c.is_discarded()) return {where + " is not valid JSON"};
+  if (!c.is_object() || !c.contains("quantization_config") || !c["quantization_config"].is_object())
+    return {where + " has no quantization_config object"};
+  const Json& got = c["quantization_config"];
+  const Json want = Json::parse(layout.quantization_config(ctx));
+  std::vector<std::string> problems;
+  for (const auto& [key, w] : want.items()) {
+    const Json g = got.contains(key) ? got[key] : Json();
+    if (g == w) continue;
+    if ((key == "ignore" || key == "modules_to_not_convert") && g.is_array()) {
+      std::set<std::string> listed;
+      for (const auto& m : g)
+        if (m.is_string()) listed.insert(m.get<std::string>());
+      for (const auto& m : w)
+        if (listed.erase(m.get<std::string>()) == 0)
+          problems.push_back(where + ": quantization_config." + key + " does not list " + quote(m.get<std::string>()) +
+                             ", which is not quantized: the loader would expect its quantized weight and scales");
+      for (const auto& m : listed)
+        problems.push_back(where + ": quantization_config." + key + " lists " + quote(m) +
+                           (std::binary_search(ctx.quantized_modules.begin(), ctx.quantized_modules.end(), m)
+                                ? ", which is stored quantized: the loader would read its codes as weights"
+                                : ", which is no module of the checkpoint"));
+      continue;
+    }
+    std::string shown = got.contains(key) ? g.dump() : std::string("absent");
+    if (shown.size() > 200) shown = shown.substr(0, 200) + "...";
+    problems.push_back(where + ": quantization_config." + key + " is " + shown + "; layout " + std::string(layout.name()) +
+                       " writes " + w.dump() + " for the tensors stored");
+  }
+  for (const auto& [key, g] : got.items())
+    if (!want.contains(key))
+      problems.push_back(where + ": quantization_config." + key + " is not a key layout " + std::string(layout.name()) +
+                         " writes (a loader may refuse or misread it)");
+  return problems;
+}
+
+}  // namespace
 
 VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::filesystem::path& in, int threads) {
   const auto start = std::chrono::steady_clock::now();
@@ -44,6 +92,8 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
     return {t->info, out.bytes(*t)};
   };
   std::set<std::string> accounted;
+  ConfigContext ctx;  // what quantize would have written into config.json for these tensors
+  ctx.options = lo;
   for (const ModelTensor& t : src.tensors()) {
     const TensorInfo& info = *t.info;
     TensorReport rep;
@@ -57,6 +107,11 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
     const auto companions = weight2d ? layout->companion_names(module) : std::vector<std::string>{};
     if (weight2d && out.find(companions.front()) != nullptr) {
       rep.quantized = true;
+      ctx.quantized_modules.push_back(module);
+      ctx.quantized_shapes[module] = info.shape;
+      if (auto why = layout->cannot_quantize(info.shape, lo))
+        r.problems.push_back("tensor " + quote(info.name) + " is stored quantized, but " + *why +
+                             ": layout " + r.layout + " keeps such a weight in high precision");
       try {
         const DequantView v = layout->read_back(module, info.shape, lookup, lo);
         rep.stats = measure_error(src.bytes(t), info.dtype, v, threads);
@@ -79,6 +134,7 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
       // a static activation scale: one positive finite value of the weight's dtype
       const std::string input_scale = module + ".input_scale";
       if (out.find(input_scale) != nullptr) {
+        ctx.static_input_scales = true;
         try {
           const StoredTensor s = layouts::require(lookup, input_scale, info.dtype, {1});
           const float v = layouts::decode_scales(s.bytes, info.dtype)[0];
@@ -91,6 +147,8 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
       }
     } else {
       rep.reason = "kept";
+      if (info.shape.size() == 2 && info.name.ends_with(".weight"))
+        ctx.kept_linear_modules.push_back(info.name.substr(0, info.name.size() - 7));
       const ModelTensor* o = out.find(info.name);
       if (o == nullptr) {
         r.problems.push_back("tensor " + quote(info.name) + " of the input is missing from the output");
@@ -112,22 +170,8 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
   for (const ModelTensor& t : out.tensors())
     if (accounted.count(t.info->name) == 0)
       r.problems.push_back("tensor " + quote(t.info->name) + " of the output has no counterpart in the input");
-  // the loaders read the quantization from config.json, not from the shards' metadata
-  const std::string want_method = nlohmann::json::parse(layout->quantization_config(ConfigContext{}))["quant_method"];
-  if (!out.config_json()) {
-    r.problems.push_back(out_dir.string() + ": no config.json (the loaders read quantization_config from it)");
-  } else {
-    const auto c = nlohmann::json::parse(*out.config_json());
-    if (!c.is_object() || !c.contains("quantization_config") || !c["quantization_config"].is_object()) {
-      r.problems.push_back(out_dir.string() + "/config.json has no quantization_config object");
-    } else {
-      const auto& q = c["quantization_config"];
-      const std::string method = q.contains("quant_method") ? q["quant_method"].dump() : std::string("absent");
-      if (method != nlohmann::json(want_method).dump())
-        r.problems.push_back(out_dir.string() + "/config.json: quantization_config.quant_method is " + method +
-                             "; layout " + r.layout + " writes \"" + want_method + "\"");
-    }
-  }
+  pipeline::complete_config_context(ctx);
+  for (auto& p : config_problems(*layout, ctx, out.config_json(), out_dir)) r.problems.push_back(std::move(p));
   r.summary.out_bytes = out.total_bytes();
   r.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -84,6 +85,7 @@ using TensorLookup = std::function<StoredTensor(const std::string& name)>;
 struct ConfigContext {
   LayoutOptions options;
   std::vector<std::string> quantized_modules;  // sorted
+  std::map<std::string, std::vector<std::uint64_t>> quantized_shapes;  // module -> W's [out, in]
   std::vector<std::string> kept_linear_modules; // 2-D ".weight" tensors left unquantized and
                                                 // "lm_head" (stored or tied), sorted
   bool static_input_scales = false;            // input_scale tensors were written
@@ -96,9 +98,11 @@ class Layout {
   virtual std::string_view summary() const = 0;
   // Throws std::invalid_argument when the options do not apply to this layout.
   virtual void check_options(const LayoutOptions& options) const = 0;
-  // Why this weight is kept as it is (nullopt: it can be quantized), e.g. an MX layout and
-  // a last dimension that is not a multiple of 32.
-  virtual std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape) const;
+  // Why this weight is kept as it is (nullopt: it can be quantized): a shape the layout's
+  // loaders would misread or refuse, e.g. an MX layout and a last dimension that is not a
+  // multiple of 32. verify reports a stored weight of such a shape as a problem.
+  virtual std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape,
+                                                     const LayoutOptions& options) const;
   // The output tensors of a weight, known before its data is read (the writer needs every
   // header up front). Deterministic in (weight name, dtype, shape, options).
   virtual std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& options) const = 0;

@@ -58,7 +58,8 @@ struct QuantizeCheckpointOptions {
 // "wpe"), lm_head, norms ("norm", "ln_"), and routers / MoE gates (module "gate", "router",
 // "shared_expert_gate"; "gate_proj" is a linear layer and is quantized) are kept; then every
 // `ignore` regex that matches; then the layout's own constraint (cannot_quantize).
-std::optional<std::string> keep_reason(const TensorInfo& t, const std::vector<std::string>& ignore, const Layout& layout);
+std::optional<std::string> keep_reason(const TensorInfo& t, const std::vector<std::string>& ignore, const Layout& layout,
+                                       const LayoutOptions& options);
 
 struct TensorReport {
   std::string name;
