@@ -69,6 +69,8 @@ for row in "${rows[@]}"; do
   read -r correct percent same dlogit <<< "$acc"
   printf '%-36s %8s %9s %9s %9s %11.4f\n' "$name" "$size" "$correct" "$percent" "$same" "$dlogit"
 done
+echo "(the 128x128 block layouts keep this model's weights in BF16: none has both dimensions"
+echo " multiples of 128, which the loaders need; docs/checkpoints.md)"
 echo
 echo
 echo "== A real trained model: sentence-transformers' all-MiniLM-L6-v2 (BERT, 22M parameters, F32),"
@@ -77,5 +79,5 @@ echo
 "$root/scripts/python" "$root/examples/minilm/run.py" --fp8q "$fp8q" --out "$build/minilm" 2>/dev/null
 echo
 rel="${out#"$root"/}"
-echo "Quantized models: $rel/  (try: ${build#"$root"/}/fp8q inspect $rel/hf-fp8;" \
-     "${build#"$root"/}/fp8q verify $rel/hf-fp8 --against examples/digits/model)"
+echo "Quantized models: $rel/  (try: ${build#"$root"/}/fp8q inspect $rel/ct-fp8-channel;" \
+     "${build#"$root"/}/fp8q verify $rel/ct-fp8-channel --against examples/digits/model)"

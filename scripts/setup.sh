@@ -44,3 +44,13 @@ if [ ! -f "$fp8q_venv/.complete" ]; then
   mv "$staging" "$fp8q_venv"
   trap - EXIT
 fi
+if [ ! -f "$fp8q_oldest/.complete" ]; then
+  staging="$(mktemp -d "$fp8q_oldest.staging.XXXXXX")"
+  trap 'rm -rf "$staging"' EXIT
+  "$fp8q_venv/bin/python" -m pip install --quiet --no-input --no-deps --require-hashes --target "$staging" \
+    -r "$fp8q_oldest_requirements" >&2
+  touch "$staging/.complete"
+  rm -rf "$fp8q_oldest"
+  mv "$staging" "$fp8q_oldest"
+  trap - EXIT
+fi

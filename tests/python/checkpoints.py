@@ -1,5 +1,6 @@
-"""Reading fp8q's checkpoints back, for the loader tests: the tensors of a model directory, a
-weight as fp8q dequantizes it, and a weight as the loader that opened the checkpoint computes it."""
+"""The loader tests' models and helpers: the small transformers models they quantize, the
+tensors of a model directory, a weight as fp8q dequantizes it, and a weight as the loader that
+opened the checkpoint computes it."""
 
 from __future__ import annotations
 
@@ -10,10 +11,51 @@ from safetensors import safe_open
 
 import fp8q
 
-# layout -> (scale tensor suffix, QuantizedTensor granularity); ct-fp8's follow its strategy
-_SCALES = {"hf-fp8": ("_scale_inv", "block128x128"), "ct-fp8 tensor": ("_scale", "tensor"),
-           "ct-fp8 channel": ("_scale", "row"), "ct-fp8 block": ("_scale", "block128x128"),
-           "ct-mxfp8": ("_scale", "mx")}
+# layout -> (scale tensor suffix, QuantizedTensor granularity, element format); ct-fp8's and
+# trn2's follow their strategy
+_SCALES = {"hf-fp8": ("_scale_inv", "block128x128", None), "ct-fp8 tensor": ("_scale", "tensor", None),
+           "ct-fp8 channel": ("_scale", "row", None), "ct-fp8 block": ("_scale", "block128x128", None),
+           "ct-mxfp8": ("_scale", "mx", None), "trn3-mx": ("_scale", "mx", None),
+           "trn2 tensor": ("_scale", "tensor", "e4m3"), "trn2 channel": ("_scale", "row", "e4m3"),
+           "trn2 block": ("_scale", "block128x128", "e4m3")}
+
+
+def is_quantized(t: torch.Tensor) -> bool:
+    """Whether a stored weight holds FP8 codes (every fp8q layout stores them as F8_E4M3)."""
+    return t.dtype == torch.float8_e4m3fn
+
+
+VOCAB = 384
+MODELS = {
+    # name: (architecture, config overrides, save_pretrained max_shard_size)
+    "llama": ("llama", dict(hidden_size=256, intermediate_size=512, num_key_value_heads=2,
+                            tie_word_embeddings=False), None),
+    "llama-tied-sharded": ("llama", dict(hidden_size=256, intermediate_size=512, num_key_value_heads=2,
+                                         tie_word_embeddings=True), "300KB"),
+    # k/v_proj [64, 256], gate/up_proj [344, 256], down_proj [256, 344]
+    "qwen2-odd-dims": ("qwen2", dict(hidden_size=256, intermediate_size=344, num_key_value_heads=1,
+                                     tie_word_embeddings=False), None),
+}
+# compressed-tensors decompresses MX weights to bf16 whatever the model's dtype
+DTYPE = torch.bfloat16
+
+
+def build(kind: str, overrides: dict, path: Path, shard: str | None) -> None:
+    """A model transformers builds from a config with seeded random weights, saved in bf16."""
+    import transformers
+
+    torch.manual_seed(0)
+    common = dict(vocab_size=VOCAB, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=128)
+    if kind == "llama":
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**common, **overrides))
+    else:
+        model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common, **overrides))
+    # the initialisation's std 0.02 gives near-uniform logits; widen it so top-1 means something
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.mul_(3)
+    model.to(DTYPE).save_pretrained(path, **({"max_shard_size": shard} if shard else {}))
 
 
 def tensors(directory: Path) -> dict[str, torch.Tensor]:
@@ -27,13 +69,14 @@ def tensors(directory: Path) -> dict[str, torch.Tensor]:
 
 def fp8q_dequantized(q: dict[str, torch.Tensor], name: str, layout: str, dtype: torch.dtype) -> torch.Tensor:
     """The weight as fp8q dequantizes it: fp32(decode(q) * scale), rounded to dtype."""
-    suffix, gran = _SCALES[layout]
+    suffix, gran, fmt = _SCALES[layout]
     scale = q[name + suffix]
     if gran == "mx":
         scale = scale.view(torch.float8_e8m0fnu)
     else:
         scale = scale.float().reshape(1, 1) if gran == "tensor" else scale.float()
-    return fp8q.from_codes(q[name], scale.contiguous(), gran).dequantize(dtype)
+    codes = q[name] if fmt is None else q[name].view(torch.uint8)  # trn2: Trainium2's e4m3 codes
+    return fp8q.from_codes(codes, scale.contiguous(), gran, fmt).dequantize(dtype)
 
 
 def loaders_weight(model: torch.nn.Module, name: str, dtype: torch.dtype) -> torch.Tensor:

@@ -18,3 +18,14 @@ def cli() -> Path:
     if not path.is_file():
         pytest.fail(f"no fp8q tool at {path}: build with scripts/build.sh")
     return path
+
+
+@pytest.fixture(scope="session")
+def loader_models(tmp_path_factory) -> dict[str, Path]:
+    """The loader tests' small transformers models (checkpoints.MODELS), saved once."""
+    from checkpoints import MODELS, build
+
+    root = tmp_path_factory.mktemp("models")
+    for name, (kind, overrides, shard) in MODELS.items():
+        build(kind, overrides, root / name, shard)
+    return {name: root / name for name in MODELS}

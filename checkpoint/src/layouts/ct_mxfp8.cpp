@@ -2,7 +2,7 @@
 //
 // Public definition (checked against compressed-tensors: quantization/quant_scheme.py preset
 // MXFP8 (weights: num_bits 8, type float, strategy group, group_size 32, symmetric, static,
-// scale_dtype torch.uint8); config/format.py QuantizationFormat.mxfp8_quantized;
+// scale_dtype torch.uint8); config/base.py CompressionFormat.mxfp8_quantized;
 // quantization/utils/mxfp4_utils.py generate_mx_scales / round_to_power_2):
 //   <module>.weight        F8_E4M3 (e4m3fn) [out, in]
 //   <module>.weight_scale  U8 [out, in / 32]: E8M0 (biased exponent, x ~= q * 2^(code - 127))

@@ -1,0 +1,77 @@
+"""The ct-fp8 layout read by the oldest compressed-tensors it supports, 0.12.2 (installed beside
+the environment by scripts/setup.sh, python/requirements-oldest.txt; the environment's own
+release is the newest): its QuantizationConfig accepts the config fp8q writes (its
+QuantizationArgs forbids unknown keys) and its dequantize(), given the arguments that config
+declares, computes every stored weight as fp8q's dequantization does, bit for bit. It runs in a
+subprocess, where 0.12.2 shadows the environment's release."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from checkpoints import fp8q_dequantized, is_quantized, tensors
+from safetensors.torch import load_file
+
+OLDEST = "0.12.2"
+READER = r"""
+import json, sys
+import compressed_tensors, torch
+from compressed_tensors.quantization import QuantizationConfig
+from compressed_tensors.quantization.lifecycle.forward import dequantize
+from safetensors.torch import load_file, save_file
+
+assert compressed_tensors.__version__ == sys.argv[3], compressed_tensors.__version__
+directory, out = sys.argv[1], sys.argv[2]
+config = QuantizationConfig.model_validate(json.load(open(directory + "/config.json"))["quantization_config"])
+args = config.config_groups["group_0"].weights
+state = {}
+import glob
+for f in sorted(glob.glob(directory + "/*.safetensors")):
+    state.update(load_file(f))
+result = {}
+for name, t in state.items():
+    if t.dtype == torch.float8_e4m3fn:
+        result[name] = dequantize(t, state[name + "_scale"], None, args)
+save_file(result, out)
+"""
+
+
+@pytest.mark.parametrize("strategy", ["tensor", "channel", "block"])
+@pytest.mark.parametrize("model", ["llama", "qwen2-odd-dims"])
+def test_oldest_compressed_tensors_reads_ct_fp8(tmp_path, cli, loader_models, model, strategy):
+    site = Path(os.environ.get("FP8Q_CT_OLDEST", ""))
+    if not (site / "compressed_tensors").is_dir():
+        pytest.fail(f"compressed-tensors {OLDEST} is not installed at {site!s}: run scripts/setup.sh")
+    src, out = loader_models[model], tmp_path / "q"
+    done = subprocess.run([str(cli), "quantize", str(src), str(out), "--layout", "ct-fp8", "--strategy", strategy],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    env = dict(os.environ, PYTHONPATH=str(site))
+    read = subprocess.run([sys.executable, "-c", READER, str(out), str(tmp_path / "read.safetensors"), OLDEST],
+                          capture_output=True, text=True, env=env)
+    assert read.returncode == 0, read.stderr[-3000:]
+    theirs = load_file(str(tmp_path / "read.safetensors"))
+    q = tensors(out)
+    quantized = [name for name, t in q.items() if is_quantized(t)]
+    assert sorted(theirs) == sorted(quantized) and quantized
+    for name in quantized:
+        # 0.12.2 dequantizes in the scale's dtype (the weight's, bf16): fp8q's result rounded to it
+        dtype = theirs[name].dtype
+        ours = fp8q_dequantized(q, name, f"ct-fp8 {strategy}", dtype)
+        assert torch.equal(theirs[name].view(torch.int16), ours.view(torch.int16)), name
+    print(f"\ncompressed-tensors {OLDEST} {model:15} ct-fp8 {strategy:8} {len(quantized)} weights bit for bit")
+
+
+def test_oldest_compressed_tensors_rejected_the_old_config_keys():
+    """Why fp8q writes no scale_dtype / zp_dtype for ct-fp8: 0.12.2's QuantizationArgs refuses them."""
+    site = Path(os.environ.get("FP8Q_CT_OLDEST", ""))
+    code = ("from compressed_tensors.quantization import QuantizationArgs\n"
+            "QuantizationArgs.model_validate({'num_bits': 8, 'type': 'float', 'scale_dtype': None})\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(site)))
+    assert r.returncode != 0 and "scale_dtype" in r.stderr and "xtra" in r.stderr, r.stderr[-2000:]
