@@ -58,7 +58,7 @@ TEST(GemmFast, EqualsReferenceAcrossShapesScalingsAndThreads) {
   std::cout << "fast path: " << isa_name(active_isa()) << "\n";
   for (const Shape& s : kShapes)
     for (const auto& [fa, fb, sa, sb, c, bias] : variants)
-      for (const M& model : {M::fp32_sequential(), M::systolic(3), M::systolic(128)}) {
+      for (const M& model : {M::fp32_sequential(), M::systolic(3), M::systolic(128), M::systolic(200)}) {
         const Problem p = random_problem(rng, s.m, s.n, s.k, fa, fb, sa, sb, c, bias, 400);
         const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " +
                                  std::string(format_of(fa).name) + "*" + std::string(format_of(fb).name) + " " +
@@ -99,11 +99,13 @@ TEST(GemmFast, OtherModelsFallBackToTheReference) {
   std::mt19937_64 rng(5);
   const Problem p = random_problem(rng, 9, 11, 100, FormatId::kE4M3FN, FormatId::kE4M3FN, S::kBlock128, S::kBlock128,
                                    false, false, 0);
-  for (const M& model : {M::hopper(), M::exact_block(32), M::systolic(128)}) {
+  for (const M& model : {M::hopper(), M::exact_block(32), M::systolic(128), M::systolic(64)}) {
     expect_same(p, {.model = model}, model_name(model));
   }
   EXPECT_EQ(gemm_path(p.args(), {.model = M::trainium3_mx(Trn3Layout::kWrapX)}), "reference");
-  EXPECT_EQ(gemm_path(p.args(), {.model = M::systolic(128)}), "reference");  // block scaling + systolic
+  // block scaling + systolic: a tile under 128 splits a scale block (the reference); 128 and up do not
+  EXPECT_EQ(gemm_path(p.args(), {.model = M::systolic(64)}), "reference");
+  EXPECT_NE(gemm_path(p.args(), {.model = M::systolic(128)}), "reference");
   EXPECT_NE(gemm_path(p.args(), {}), "reference");
 }
 

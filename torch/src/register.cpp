@@ -23,6 +23,10 @@ TORCH_LIBRARY(fp8q, m) {
         "str overflow='saturate', str nan='error', int seed=0, int offset=0) -> (Tensor, Tensor)");
   m.def("dequantize(Tensor codes, Tensor scales, str granularity='tensor', str format='', "
         "ScalarType dtype=float) -> Tensor");
+  m.def("quantize_scaled(Tensor x, str format, Tensor scale, str rounding='rne', int seed=0, int offset=0) "
+        "-> (Tensor, Tensor, Tensor)");
+  m.def("delayed_update(Tensor history, Tensor scale, Tensor amax, str format, str algorithm='max', int margin=0, "
+        "bool power_of_two=False) -> (Tensor, Tensor)");
   m.def("histogram_new(int bins=2048, int tail=256) -> Tensor");
   m.def("histogram_observe(Tensor state, Tensor x) -> Tensor");
   m.def("histogram_merge(Tensor a, Tensor b) -> Tensor");
@@ -55,6 +59,8 @@ void register_kernels(torch::Library& m) {
   m.impl("cast_transpose", TORCH_FN(fp8q::torch::cast_transpose));
   m.impl("quantize", TORCH_FN(fp8q::torch::quantize));
   m.impl("dequantize", TORCH_FN(fp8q::torch::dequantize));
+  m.impl("quantize_scaled", TORCH_FN(fp8q::torch::quantize_scaled));
+  m.impl("delayed_update", TORCH_FN(fp8q::torch::delayed_update));
   m.impl("histogram_observe", TORCH_FN(fp8q::torch::histogram_observe));
   m.impl("histogram_merge", TORCH_FN(fp8q::torch::histogram_merge));
   m.impl("calibrate", TORCH_FN(fp8q::torch::calibrate));

@@ -80,6 +80,21 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
 at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::string_view granularity = "tensor",
                       std::string_view format = "", at::ScalarType dtype = at::kFloat);
 
+// ---- delayed scaling (quant/recipes/delayed_scaling.hpp) ------------------------------------------
+// One step's cast of x with the scale of the state (q = convert(fp32(x * scale)), saturating):
+// codes (x's shape), scale_inv = fp32(1 / scale) as a [1, 1] float32 grid (a per-tensor
+// QuantizedTensor's scales), and x's amax (a 0-d float32 tensor), from one read of x.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_scaled(const at::Tensor& x, std::string_view format,
+                                                                const at::Tensor& scale,
+                                                                std::string_view rounding = "rne",
+                                                                std::int64_t seed = 0, std::int64_t offset = 0);
+// DelayedScaling::update(amax) on the state (history float32 [L] most recent first, scale
+// float32 [1]): the new history and scale. algorithm "max" or "most_recent".
+std::tuple<at::Tensor, at::Tensor> delayed_update(const at::Tensor& history, const at::Tensor& scale,
+                                                  const at::Tensor& amax, std::string_view format,
+                                                  std::string_view algorithm = "max", std::int64_t margin = 0,
+                                                  bool power_of_two = false);
+
 // ---- calibration ---------------------------------------------------------------------------------
 // A histogram observer (calib/histogram.hpp) as an int64 state tensor of fixed size for its
 // bins and tail: new, observe (returns the new state), merge (exact), and the four

@@ -1,0 +1,259 @@
+"""Float8Linear: nn.Linear whose three GEMMs run through a device profile's bit-exact model.
+
+Forward ``y = x W^T (+ b)``, input gradient ``dx = dy W``, weight gradient ``dW = dy^T x``: each
+GEMM is ``fp8q.linear`` on operands cast as the recipe says (recipes.py), so a step on a CPU
+gives the bits the device would. The forward saves the FP8 casts the backward needs (x^T along
+M, W^T along N), not high-precision copies. Delayed-scaling state (amax histories, scales) and
+the step counter are buffers, in ``state_dict()``.
+
+Example:
+    >>> import torch, fp8q
+    >>> from fp8q.training import Float8Linear, recipe
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> layer = Float8Linear(64, 32, recipe=recipe("tensorwise"))
+    >>> x = torch.randn(8, 64, requires_grad=True)
+    >>> y = layer(x)
+    >>> y.sum().backward()
+    >>> y.shape, x.grad.shape, layer.weight.grad.shape
+    (torch.Size([8, 32]), torch.Size([8, 64]), torch.Size([32, 64]))
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+import torch.distributed as dist
+
+from ..conversion import amax, scale_from_amax
+from ..matmul import linear
+from ..quantized import QuantizedTensor, quantize
+from .recipes import ROLES, Cast, Recipe, recipe as named_recipe
+
+_ROLE_ID = {"x": 1, "w": 2, "dy": 3, "w_t": 4, "dy_t": 5, "x_t": 6}
+_MASK = (1 << 64) - 1
+
+
+def _mix(*words: int) -> int:
+    """splitmix64 over the words: a 64-bit key per (recipe seed, layer, step, operand)."""
+    h = 0
+    for w in words:
+        h = (h ^ (w & _MASK)) + 0x9E3779B97F4A7C15 & _MASK
+        h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9 & _MASK
+        h = (h ^ (h >> 27)) * 0x94D049BB133111EB & _MASK
+        h ^= h >> 31
+    return h
+
+
+class _State:
+    """What a cast reads besides its tensor: the delayed state of its operand, the process group,
+    the stochastic-rounding key."""
+
+    def __init__(self, layer: "Float8Linear", step: int):
+        self.layer, self.step = layer, step
+
+    def seed(self, role: str) -> int:
+        return _mix(self.layer.recipe.seed, self.layer.fp8_layer_id, self.step, _ROLE_ID[role])
+
+    def all_reduce_max(self, a: torch.Tensor) -> torch.Tensor:
+        group = self.layer.process_group
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1:
+            a = a.clone()
+            dist.all_reduce(a, op=dist.ReduceOp.MAX, group=group)
+        return a
+
+
+def _cast(t: torch.Tensor, c: Cast, role: str, state: _State, delayed: Optional[str]) -> QuantizedTensor:
+    """t [R, C] quantized along C as ``c`` says. Per tensor, the amax is all-reduced (MAX) over
+    the layer's process group; ``delayed`` names the state buffers ("x", "w", "dy") of a delayed cast."""
+    seed = state.seed(role) if c.rounding == "sr" else 0
+    if c.granularity != "tensor":
+        return quantize(t, c.format, granularity=c.granularity, scale_op=c.scale_op, power_of_two=c.power_of_two,
+                        mx_rule=c.mx_rule, rounding=c.rounding, seed=seed)
+    layer = state.layer
+    if delayed is None:  # current: this tensor's amax, over every rank
+        a = state.all_reduce_max(amax(t).reshape(1))
+        scale = scale_from_amax(a, c.format, power_of_two=c.power_of_two)
+        codes, scale_inv, _ = torch.ops.fp8q.quantize_scaled(t, c.format, scale, c.rounding, _i64(seed), 0)
+        return QuantizedTensor(codes, scale_inv, c.format, "tensor")
+    history, scale = layer.get_buffer(f"fp8_history_{delayed}"), layer.get_buffer(f"fp8_scale_{delayed}")
+    codes, scale_inv, a = torch.ops.fp8q.quantize_scaled(t, c.format, scale, c.rounding, _i64(seed), 0)
+    r = layer.recipe
+    new_history, new_scale = torch.ops.fp8q.delayed_update(
+        history, scale, state.all_reduce_max(a.reshape(1)), c.format, r.amax_compute, r.margin, c.power_of_two)
+    with torch.no_grad():
+        history.copy_(new_history)
+        scale.copy_(new_scale)
+    return QuantizedTensor(codes, scale_inv, c.format, "tensor")
+
+
+def _i64(seed: int) -> int:
+    return seed - (1 << 64) if seed >= 1 << 63 else seed
+
+
+def _same_cast(a: Cast, b: Cast) -> bool:
+    return a == b and a.granularity in ("tensor", "block128x128")
+
+
+def _transposed(q: QuantizedTensor) -> QuantizedTensor:
+    """The cast of t^T from t's, where the blocks are symmetric (per tensor, 128x128): data movement."""
+    return QuantizedTensor(q.codes.t().contiguous(), q.scales.t().contiguous(), q.format, q.granularity)
+
+
+def _pair(t: torch.Tensor, a: tuple[str, Cast], b: tuple[str, Cast], state: _State,
+          delayed: Optional[str]) -> tuple[QuantizedTensor, QuantizedTensor]:
+    """t's cast along its columns (role a) and t^T's along its columns (role b): one cast
+    transposed when both are the same per-tensor or 128x128 cast (the same codes and scales),
+    two casts otherwise. A delayed state is read and updated once."""
+    qa = _cast(t, a[1], a[0], state, delayed)
+    if _same_cast(a[1], b[1]):
+        return qa, _transposed(qa)
+    return qa, _cast(t.t().contiguous(), b[1], b[0], state, None)  # b is current (Recipe checks)
+
+
+@torch.library.custom_op("fp8q::bias_grad", mutates_args=())
+def _bias_grad(dy: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """db = dy summed over its rows by torch's eager sum, rounded to ``dtype``: an opaque op, so
+    that torch.compile does not reorder the sum (an FP8 recipe casts no operand of it)."""
+    return dy.sum(0).to(dtype)
+
+
+@_bias_grad.register_fake
+def _(dy: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return dy.new_empty(dy.shape[1:], dtype=dtype)
+
+
+def _out_dtype(dtype: torch.dtype) -> torch.dtype:
+    if dtype not in (torch.float32, torch.bfloat16):
+        raise TypeError(f"Float8Linear computes in float32 or bfloat16, not {dtype}")
+    return dtype
+
+
+class _Float8LinearFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], layer: "Float8Linear",
+                step: int) -> torch.Tensor:
+        r = layer.recipe
+        state = _State(layer, step)
+        x2 = x.reshape(-1, x.shape[-1])
+        xq, xtq = _pair(x2, ("x", r.x), ("x_t", r.x_t), state, "x" if r.x.scaling == "delayed" else None)
+        wq, wtq = _pair(weight, ("w", r.w), ("w_t", r.w_t), state, "w" if r.w.scaling == "delayed" else None)
+        out_dtype = _out_dtype(x.dtype)
+        y = linear(xq, wq, None if bias is None else bias.float(), profile=r.profile, model=r.model,
+                   out_dtype=out_dtype)
+        ctx.save_for_backward(xtq.codes, xtq.scales, wtq.codes, wtq.scales)
+        ctx.meta = (layer, step, xtq.format, xtq.granularity, wtq.format, wtq.granularity, x.shape, x.dtype,
+                    weight.dtype, bias is not None)
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor):
+        layer, step, xf, xg, wf, wg, x_shape, x_dtype, w_dtype, has_bias = ctx.meta
+        xt_codes, xt_scales, wt_codes, wt_scales = ctx.saved_tensors
+        xtq = QuantizedTensor(xt_codes, xt_scales, xf, xg)
+        wtq = QuantizedTensor(wt_codes, wt_scales, wf, wg)
+        r = layer.recipe
+        state = _State(layer, step)
+        dy2 = dy.reshape(-1, dy.shape[-1]).contiguous()
+        dyq, dytq = _pair(dy2, ("dy", r.dy), ("dy_t", r.dy_t), state, "dy" if r.dy.scaling == "delayed" else None)
+        dx = linear(dyq, wtq, profile=r.profile, model=r.model, out_dtype=_out_dtype(x_dtype))
+        dw = linear(dytq, xtq, profile=r.profile, model=r.model, out_dtype=_out_dtype(w_dtype))
+        db = _bias_grad(dy2, w_dtype) if has_bias else None
+        return dx.reshape(x_shape), dw, db, None, None
+
+
+class Float8Linear(torch.nn.Linear):
+    """A drop-in ``nn.Linear`` whose GEMMs are the recipe's (recipes.py).
+
+    ``process_group``: where per-tensor amaxes are all-reduced (MAX); default the world when
+    torch.distributed is initialised. ``layer_id`` keys stochastic rounding (convert_to_float8_training
+    numbers the layers in module order).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, recipe: Optional[Recipe] = None,
+                 process_group: Optional["dist.ProcessGroup"] = None, layer_id: int = 0,
+                 device: Optional[torch.device] = None, dtype: Optional[torch.dtype] = None):
+        super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
+        self.recipe = recipe if recipe is not None else named_recipe("tensorwise")
+        self.process_group = process_group
+        self.fp8_layer_id = layer_id
+        self._init_state(device)
+
+    def _init_state(self, device: Optional[torch.device]) -> None:
+        self._step = 0
+        self._stochastic = any(getattr(self.recipe, r).rounding == "sr" for r in ROLES)
+        self.register_buffer("fp8_step", torch.zeros((), dtype=torch.int64, device=device))
+        if self.recipe.delayed:
+            n = self.recipe.history_length
+            for name in ("x", "w", "dy"):
+                self.register_buffer(f"fp8_history_{name}", torch.zeros(n, dtype=torch.float32, device=device))
+                self.register_buffer(f"fp8_scale_{name}", torch.ones(1, dtype=torch.float32, device=device))
+
+    @classmethod
+    def from_linear(cls, module: torch.nn.Linear, recipe: Optional[Recipe] = None, *,
+                    process_group: Optional["dist.ProcessGroup"] = None, layer_id: int = 0) -> "Float8Linear":
+        """A Float8Linear holding ``module``'s own weight and bias Parameters (not copies)."""
+        with torch.device("meta"):
+            new = cls(module.in_features, module.out_features, module.bias is not None, recipe=recipe,
+                      process_group=process_group, layer_id=layer_id)
+        new.weight = module.weight
+        new.bias = module.bias
+        device = module.weight.device
+        for name, b in list(new.named_buffers()):
+            new.register_buffer(name, torch.zeros_like(b, device=device) if "scale" not in name
+                                else torch.ones_like(b, device=device))
+        return new
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # the step keys stochastic rounding; a Python copy of the buffer spares a device read
+        step = self._step if self._stochastic else 0
+        self._step += 1
+        with torch.no_grad():
+            self.fp8_step.add_(1)
+        return _Float8LinearFunction.apply(x, self.weight, self.bias, self, step)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # a plain nn.Linear's state_dict has no fp8 state: the converted layer starts from its initial state
+        for name, b in self.named_buffers():
+            if name.startswith("fp8_") and prefix + name not in state_dict:
+                state_dict[prefix + name] = b
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+        self._step = int(self.fp8_step.item())
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, recipe={self.recipe.name}, profile={self.recipe.profile}"
+
+
+def convert_to_float8_training(
+    model: torch.nn.Module,
+    *,
+    recipe: Optional[Recipe] = None,
+    module_filter_fn: Optional[Callable[[torch.nn.Module, str], bool]] = None,
+    process_group: Optional["dist.ProcessGroup"] = None,
+) -> torch.nn.Module:
+    """Swaps every ``nn.Linear`` of ``model`` that ``module_filter_fn(module, fqn)`` accepts
+    (default: all) for a Float8Linear with the same Parameters, in place; returns ``model``.
+    The call shape is torchao's ``convert_to_float8_training``."""
+    r = recipe if recipe is not None else named_recipe("tensorwise")
+    counter = [0]
+
+    def swap(parent: torch.nn.Module, prefix: str) -> None:
+        for name, child in list(parent.named_children()):
+            fqn = f"{prefix}.{name}" if prefix else name
+            if type(child) is torch.nn.Linear and (module_filter_fn is None or module_filter_fn(child, fqn)):
+                setattr(parent, name, Float8Linear.from_linear(child, r, process_group=process_group,
+                                                               layer_id=counter[0]))
+                counter[0] += 1
+            else:
+                swap(child, fqn)
+
+    swap(model, "")
+    return model
+
+
+def strip_fp8_state(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The state_dict without fp8q's buffers: what a plain (unconverted) model loads strictly."""
+    return {k: v for k, v in state_dict.items() if not k.rsplit(".", 1)[-1].startswith("fp8_")}
