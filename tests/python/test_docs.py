@@ -1,4 +1,5 @@
-"""Every example in the README, docs/python.md and the package's docstrings runs and prints what it says."""
+"""Every example in the README, docs/python.md, docs/training.md and the package's docstrings runs
+and prints what it says."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import pytest
 import fp8q
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ["fp8q"] + [f"fp8q.{m.name}" for m in pkgutil.iter_modules(fp8q.__path__)]
+MODULES = ["fp8q"] + [m.name for m in pkgutil.walk_packages(fp8q.__path__, "fp8q.")]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
-@pytest.mark.parametrize("page, examples", [("docs/python.md", 40), ("README.md", 7)])
+@pytest.mark.parametrize("page, examples", [("docs/python.md", 40), ("README.md", 7), ("docs/training.md", 4)])
 def test_pages(page, examples):
     result = doctest.testfile(str(ROOT / page), module_relative=False, optionflags=FLAGS)
     assert result.attempted >= examples and result.failed == 0
