@@ -1,6 +1,6 @@
 // The fast GEMM: decoded, packed operands and a register-blocked micro-kernel for the models
-// whose additions are plain fp32 ones (fp32_sequential, systolic); exact_block and fused run
-// their own paths (model_paths.hpp), other models the reference.
+// whose additions are plain fp32 ones (fp32_sequential, systolic); exact_block, fused and
+// trainium3_mx run their own paths (model_paths.hpp), other models the reference.
 //
 // Why it equals the reference bit for bit: each output's additions happen in k order in one
 // lane of one accumulator (the micro-kernel), an accumulator parked in memory between K
@@ -133,10 +133,12 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, detail::SeqKernel kernel
     }
 }
 
-// exact_block and fused have their own fast paths (fast_exact_block.cpp, fast_fused.cpp).
+// exact_block, fused and trainium3_mx have their own fast paths (fast_exact_block.cpp,
+// fast_fused.cpp, fast_trainium3_mx.cpp).
 detail::ModelPath model_path(const GemmArgs& g, const GemmOptions& o) {
-  const detail::ModelPath p = detail::exact_block_path(g, o);
-  return p.rows != nullptr ? p : detail::fused_path(g, o);
+  for (auto path : {detail::exact_block_path, detail::fused_path, detail::trainium3_mx_path})
+    if (const detail::ModelPath p = path(g, o); p.rows != nullptr) return p;
+  return {};
 }
 
 void run(const GemmArgs& g, const GemmOptions& o, float* out) {

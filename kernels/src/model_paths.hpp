@@ -1,5 +1,5 @@
 // Internal: the fast paths of the models whose sums are not plain fp32 additions
-// (exact_block, fused), for the dispatch in fast_gemm.cpp. Not installed.
+// (exact_block, fused, trainium3_mx), for the dispatch in fast_gemm.cpp. Not installed.
 #pragma once
 
 #include <cstddef>
@@ -23,5 +23,8 @@ ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o);
 // fused:n:f:rtz|rne[:promoteP] on plain or block-128 scaling (not MX), when a step's integer
 // sum fits 31 bits: (n + 1) * 2^(f + 2) <= 2^31.
 ModelPath fused_path(const GemmArgs& g, const GemmOptions& o);
+// trainium3_mx:1x32 (A1 and A2) on MX or plain operands whose 4-product sums are exact in fp64
+// (e4m3fn x e4m3fn, e5m2 x e4m3fn, fp6 and fp4; not e5m2 x e5m2).
+ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o);
 
 }  // namespace fp8q::detail

@@ -1,4 +1,4 @@
-// The fast exact_block and fused GEMM paths (kernels/src/fast_exact_block.cpp,
+// The fast exact_block, fused and trainium3_mx GEMM paths (kernels/src/fast_exact_block.cpp,
 // kernels/src/fast_fused.cpp) equal the scalar reference bit for bit: random codes (NaN and Inf
 // included), MX scales over E8M0's whole range (NaN scale too), every plain scaling, C and
 // bias, fp32 and bf16 output, 1 to 4 threads, and shapes that are multiples of no tile (the
@@ -38,7 +38,7 @@ std::string name_of(const Problem& p, const M& model) {
 }
 
 // gemm() == gemm_reference() for 1..4 threads and for bf16 output; the fast path was taken.
-void expect_same(const Problem& p, const M& model, bool expect_fast = true) {
+void expect_same(const Problem& p, const M& model, bool expect_fast = true, std::string_view fast_path = "") {
   const std::string what = name_of(p, model);
   const GemmArgs g = p.args();
   std::vector<float> ref(p.m * p.n), fast(p.m * p.n);
@@ -57,7 +57,8 @@ void expect_same(const Problem& p, const M& model, bool expect_fast = true) {
   gemm(g, {.model = model, .threads = 3}, std::span<std::uint16_t>(fast16));
   EXPECT_EQ(ref16, fast16) << what << " (bf16)";
   const std::string_view path = gemm_path(g, {.model = model});
-  if (expect_fast) EXPECT_EQ(path, isa_name(active_isa()) == "generic" ? "generic" : "avx2") << what;
+  if (expect_fast && !fast_path.empty()) EXPECT_EQ(path, fast_path) << what;
+  else if (expect_fast) EXPECT_EQ(path, isa_name(active_isa()) == "generic" ? "generic" : "avx2") << what;
   else EXPECT_EQ(path, "reference") << what;
 }
 
@@ -218,6 +219,45 @@ TEST(GemmFastModels, FusedSpecialValues) {
 // Arguments without a fast path run the reference, with the same bits: a fused step whose
 // integer sum could exceed 31 bits, fused on MX operands, MX exact blocks longer than an MX
 // group, Trainium2's bf16 dequantization.
+// ---- trainium3_mx ----------------------------------------------------------------------------
+
+// nc_matmul_mx under A1 and A2 in the 1x32 layout: K across instructions of 512 and partial
+// partitions (K % 4 != 0), MX scales over E8M0's whole range (NaN included) on one operand or
+// both, specials, C and bias. e5m2 x e5m2 products span more than fp64 holds exactly in a sum
+// of 4, so that pair runs the reference, as do wrapX and the other assumptions.
+TEST(GemmFastModels, Trainium3MxOneByThirtyTwo) {
+  std::mt19937_64 rng(21);
+  const M model = M::trainium3_mx(Trn3Layout::k1x32);
+  const std::tuple<F, F, S, S> variants[] = {
+      {F::kE4M3FN, F::kE4M3FN, S::kMx32, S::kMx32}, {F::kE5M2, F::kE4M3FN, S::kMx32, S::kMx32},
+      {F::kE4M3FN, F::kE5M2, S::kMx32, S::kNone},   {F::kE2M1, F::kE2M3, S::kMx32, S::kMx32},
+      {F::kE3M2, F::kE4M3FN, S::kNone, S::kMx32},
+  };
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  shapes.push_back({5, 9, 1030});
+  shapes.push_back({3, 40, 513});
+  for (const Shape& s : shapes)
+    for (const auto& [fa, fb, sa, sb] : variants) {
+      Problem p = random_problem(rng, s.m, s.n, s.k, fa, fb, sa, sb, s.k % 2 == 0, s.m % 2 == 1, 60);
+      wide_mx_scales(p, rng);
+      expect_same(p, model, true, "generic");
+    }
+  // near-cancelling partitions: t + s_p exact only with the two-sum (one code pair per partition
+  // of opposite sign to the running sum, scales 2^-40 apart)
+  for (int rep = 0; rep < 4; ++rep) {
+    Problem p = random_problem(rng, 4, 6, 1024, F::kE4M3FN, F::kE4M3FN, S::kMx32, S::kMx32, false, false, 0);
+    for (std::size_t i = 0; i < p.mx_a.size(); ++i) p.mx_a[i] = static_cast<std::uint8_t>(i % 2 == 0 ? 127 : 87);
+    expect_same(p, model, true, "generic");
+  }
+  Problem p = random_problem(rng, 9, 11, 600, F::kE5M2, F::kE5M2, S::kMx32, S::kMx32, true, true, 30);
+  expect_same(p, model, false);
+  p = random_problem(rng, 9, 11, 600, F::kE4M3FN, F::kE4M3FN, S::kMx32, S::kMx32, false, false, 30);
+  expect_same(p, M::trainium3_mx(Trn3Layout::kWrapX), false);
+  AccumulationModel rounded = model;
+  rounded.trn3.exact_partition_sum = false;
+  expect_same(p, rounded, false);
+}
+
 TEST(GemmFastModels, OtherArgumentsRunTheReference) {
   std::mt19937_64 rng(15);
   Problem p = random_problem(rng, 9, 11, 100, F::kE4M3FN, F::kE5M2, S::kNone, S::kNone, false, false, 30);
