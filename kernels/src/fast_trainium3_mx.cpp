@@ -63,24 +63,24 @@ inline float add_once(float t, double s) {
   return static_cast<float>(odd);
 }
 
+// 2^(code - 127) as fp64 (exact: E8M0's range is inside fp64's), NaN for 0xFF.
+double pow2_of(std::uint8_t code) { return code == 0xFF ? std::nan("") : std::ldexp(1.0, static_cast<int>(code) - 127); }
+
 void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1, float* out) {
   ScopedDefaultFpEnv env;
   const std::size_t K = g.k, N = g.n, kg = (K + kGroup - 1) / kGroup;
   const auto ia = code_info(g.a.format), ib = code_info(g.b.format);
   const bool mx_a = g.a.scaling == OperandScaling::kMx32, mx_b = g.b.scaling == OperandScaling::kMx32;
-  std::vector<double> a(K), b(K * kNc);
-  std::vector<int> ea(kg);
-  std::vector<std::uint8_t> nan_a(kg);
+  std::vector<double> a(K), b(K * kNc), sb(kg * kNc), sa(kg);
   for (std::size_t n0 = 0; n0 < N; n0 += kNc) {
     const std::size_t nc = std::min(kNc, N - n0);
     for (std::size_t k = 0; k < K; ++k)
       for (std::size_t j = 0; j < nc; ++j) b[k * kNc + j] = ib[g.b.codes[k * N + n0 + j]].value;
+    for (std::size_t q = 0; q < kg; ++q)
+      for (std::size_t j = 0; j < nc; ++j) sb[q * kNc + j] = pow2_of(mx_b ? g.b.mx_scale[q * N + n0 + j] : 127);
     for (std::size_t m = m0; m < m1; ++m) {
       for (std::size_t k = 0; k < K; ++k) a[k] = ia[g.a.codes[m * K + k]].value;
-      for (std::size_t q = 0; q < kg; ++q) {
-        const std::uint8_t c = mx_a ? g.a.mx_scale[m * kg + q] : 127;
-        ea[q] = static_cast<int>(c) - 127, nan_a[q] = c == 0xFF;
-      }
+      for (std::size_t q = 0; q < kg; ++q) sa[q] = pow2_of(mx_a ? g.a.mx_scale[m * kg + q] : 127);
       for (std::size_t j0 = 0; j0 < nc; j0 += kNb) {
         const std::size_t nb = std::min(kNb, nc - j0);
         std::array<float, kNb> psum{};
@@ -89,13 +89,9 @@ void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1,
           for (std::size_t p = 0; p < kParts && k0 + 4 * p < K; ++p) {
             const std::size_t k = k0 + 4 * p, q = k / kGroup, len = std::min<std::size_t>(4, K - k);
             for (std::size_t j = 0; j < nb; ++j) {
-              const std::size_t n = n0 + j0 + j;
               double s = 0.0;
               for (std::size_t c = 0; c < len; ++c) s += a[k + c] * b[(k + c) * kNc + j0 + j];
-              const std::uint8_t cb = mx_b ? g.b.mx_scale[q * N + n] : 127;
-              if (nan_a[q] || cb == 0xFF) s = std::nan("");
-              else s = std::ldexp(s, ea[q] + static_cast<int>(cb) - 127);
-              t[j] = add_once(t[j], s);
+              t[j] = add_once(t[j], s * sa[q] * sb[q * kNc + j0 + j]);  // powers of two: exact
             }
           }
           for (std::size_t j = 0; j < nb; ++j) psum[j] = psum[j] + t[j];  // PSUM: fp32(psum + t)
