@@ -1,8 +1,8 @@
 """One training step (forward + backward) of a linear layer: fp8q's Float8Linear against torch's
 bfloat16 nn.Linear and torchao's emulated Float8Linear, in one run.
 
-    scripts/python bench/python/bench_training.py [--size 4096] [--tokens 4096] [--reps 3]
-                                                   [--recipes tensorwise,rowwise,blockwise]
+    scripts/python bench/python/bench_training.py [--size 4096] [--tokens 4096] [--reps 3] [--warmup 1]
+                                                   [--recipes tensorwise,rowwise,blockwise,mxfp8_rceil]
 
 x [tokens, size] bfloat16, W [size, size] bfloat16, y.backward(dy): three GEMMs of
 tokens * size^2 multiply-adds each. Cases: torch bf16 nn.Linear; torchao Float8Linear
@@ -52,7 +52,7 @@ def layer_for(case: str, size: int) -> torch.nn.Module:
     return Float8Linear.from_linear(base, recipe(case))
 
 
-def one_case(case: str, size: int, tokens: int, threads: int, reps: int) -> dict:
+def one_case(case: str, size: int, tokens: int, threads: int, reps: int, warmup: int) -> dict:
     torch.set_num_threads(threads)
     layer = layer_for(case, size)
     g = torch.Generator().manual_seed(1)
@@ -66,10 +66,10 @@ def one_case(case: str, size: int, tokens: int, threads: int, reps: int) -> dict
         layer(x).backward(dy)
 
     times = []
-    for i in range(reps + 1):
+    for i in range(warmup + reps):
         t0 = time.perf_counter()
         step()
-        if i:  # the first is warm-up
+        if i >= warmup:
             times.append(time.perf_counter() - t0)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"seconds": statistics.median(times), "peak_mib": peak - before}
@@ -80,23 +80,26 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="untimed steps first (the bf16 step at 4096 takes minutes here)")
     ap.add_argument("--recipes", default="tensorwise,rowwise,blockwise,mxfp8_rceil")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # case:threads, run in this process
     a = ap.parse_args()
     if a.one:
         case, threads = a.one.split(":")
-        print(json.dumps(one_case(case, a.size, a.tokens, int(threads), a.reps)))
+        print(json.dumps(one_case(case, a.size, a.tokens, int(threads), a.reps, a.warmup)))
         return
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), "?")
     print(f"CPU: {cpu}; torch {torch.__version__}; x [{a.tokens}, {a.size}] bf16, W [{a.size}, {a.size}]; "
-          f"median of {a.reps} steps (forward + backward) each; peak = RSS above the process's before the step")
+          f"median of {a.reps} steps (forward + backward) after {a.warmup} untimed; peak = RSS above the process's "
+          "before the steps")
     cases = ["bf16", "torchao", *a.recipes.split(",")]
     for threads in (1, 2):
         got = {}
         for case in cases:
             out = subprocess.run([sys.executable, __file__, "--one", f"{case}:{threads}", "--size", str(a.size),
-                                  "--tokens", str(a.tokens), "--reps", str(a.reps)], capture_output=True, text=True)
+                                  "--tokens", str(a.tokens), "--reps", str(a.reps), "--warmup", str(a.warmup)],
+                                 capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"  {case}: failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode}")
                 continue
