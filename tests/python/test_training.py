@@ -178,3 +178,18 @@ def test_compiled_model_gives_eagers_bits(name):
             assert torch.equal(bits(a.grad), bits(b.grad)), k
     for (k, a), b in zip(eager.state_dict().items(), compiled.state_dict().values()):
         assert torch.equal(a, b), k
+
+
+def test_the_training_example_runs(tmp_path):
+    """examples/training/train_charlm.py, three steps of three runs: the table and the plot."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "training" / "train_charlm.py"
+    done = subprocess.run([sys.executable, str(script), "--steps", "3", "--batch", "4", "--out", str(tmp_path),
+                           "--runs", "bf16,tensorwise,mxfp8_trn3 (floor rule)"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = (tmp_path / "results.md").read_text().splitlines()
+    assert len(table) == 5 and "mxfp8_trn3 (floor rule)" in table[-1]
+    assert (tmp_path / "loss.png").stat().st_size > 10000
