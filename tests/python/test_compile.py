@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import fp8q
+import fp8q.training  # noqa: F401  (registers fp8q::bias_grad)
 
 
 def step(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -83,6 +84,10 @@ def _samples():
         (torch.ops.fp8q.quantize.default, (x.half(), "e4m3", "block2x32"), {}),
         (torch.ops.fp8q.dequantize.default, (mx_codes.view(torch.uint8), mx_scales.view(torch.uint8), "mx", "e4m3fn"),
          {}),
+        (torch.ops.fp8q.quantize_scaled.default, (x, "e4m3", torch.tensor([2.0])), dict(rounding="sr", seed=1)),
+        (torch.ops.fp8q.delayed_update.default, (torch.rand(4, generator=g), torch.ones(1), torch.tensor(3.0), "e5m2"),
+         dict(algorithm="most_recent", margin=1)),
+        (torch.ops.fp8q.bias_grad.default, (x, torch.bfloat16), {}),
         (torch.ops.fp8q.histogram_observe.default, (h, x), {}),
         (torch.ops.fp8q.histogram_merge.default, (h, h), {}),
         (torch.ops.fp8q.calibrate.default, (h, "mse", "e4m3fn"), {}),
