@@ -58,6 +58,8 @@ class Cast:
             raise ValueError(f"delayed scaling is per tensor; granularity {self.granularity!r} is current only")
         if self.rounding not in ("rne", "sr"):
             raise ValueError(f"rounding {self.rounding!r} is not rne or sr")
+        if self.scale_op not in ("multiply", "divide"):
+            raise ValueError(f"scale_op {self.scale_op!r} is not multiply or divide")
 
 
 @dataclass(frozen=True)

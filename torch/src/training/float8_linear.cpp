@@ -1,0 +1,197 @@
+// Float8Linear for LibTorch: the three GEMMs of python/fp8q/training/linear.py with the same
+// casts, keys and state, on the operators of fp8q/torch/ops.hpp (docs/training.md).
+#include <torch/autograd.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+#include <optional>
+
+#include "fp8q/torch/ops.hpp"
+#include "fp8q/torch/training.hpp"
+
+namespace fp8q::torch {
+namespace {
+
+using ::torch::autograd::AutogradContext;
+using ::torch::autograd::variable_list;
+
+struct Quantized {
+  at::Tensor codes, scales;
+  std::string format, granularity;
+};
+
+// splitmix64 over the words, as fp8q.training's _mix: the stochastic-rounding key of
+// (recipe seed, layer, step, operand).
+std::uint64_t mix(std::initializer_list<std::uint64_t> words) {
+  std::uint64_t h = 0;
+  for (std::uint64_t w : words) {
+    h = (h ^ w) + 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+enum Role : std::uint64_t { kX = 1, kW = 2, kDy = 3, kWt = 4, kDyT = 5, kXt = 6 };
+
+struct Keys {
+  std::uint64_t seed, layer, step;
+  std::int64_t of(const Cast& c, Role r) const {
+    return c.rounding == "sr" ? static_cast<std::int64_t>(mix({seed, layer, step, r})) : 0;
+  }
+};
+
+// A delayed cast's state: the history and scale buffers it reads and updates.
+struct State {
+  at::Tensor history, scale;
+};
+
+Quantized cast(const at::Tensor& t, const Cast& c, std::int64_t seed, const Recipe& r, const State* delayed) {
+  if (c.granularity != "tensor") {
+    auto [codes, scales] = quantize(t, c.format, c.granularity, c.scale_op, 0, 0.0, c.power_of_two, c.mx_rule,
+                                    c.rounding, "saturate", "error", seed, 0);
+    return {codes, scales, c.format, c.granularity};
+  }
+  if (delayed == nullptr) {
+    const at::Tensor scale = scale_from_amax(amax(t, "tensor").reshape({1}), c.format, "multiply", 0, 0.0, c.power_of_two);
+    auto [codes, scale_inv, a] = quantize_scaled(t, c.format, scale, c.rounding, seed, 0);
+    return {codes, scale_inv, c.format, "tensor"};
+  }
+  auto [codes, scale_inv, a] = quantize_scaled(t, c.format, delayed->scale, c.rounding, seed, 0);
+  auto [history, scale] = delayed_update(delayed->history, delayed->scale, a.reshape({1}), c.format, r.amax_compute,
+                                         r.margin, c.power_of_two);
+  ::torch::NoGradGuard no_grad;
+  delayed->history.copy_(history);
+  delayed->scale.copy_(scale);
+  return {codes, scale_inv, c.format, "tensor"};
+}
+
+Quantized transposed(const Quantized& q) {
+  return {q.codes.t().contiguous(), q.scales.t().contiguous(), q.format, q.granularity};
+}
+
+// t's cast along its columns and t^T's: one cast transposed when both casts are the same per
+// tensor or 128 x 128 cast, two otherwise (the second is current: Recipe::validate).
+std::pair<Quantized, Quantized> pair_of(const at::Tensor& t, const Cast& a, Role ra, const Cast& b, Role rb,
+                                        const Keys& k, const Recipe& r, const State* delayed) {
+  Quantized qa = cast(t, a, k.of(a, ra), r, delayed);
+  if (a == b && (a.granularity == "tensor" || a.granularity == "block128x128")) return {qa, transposed(qa)};
+  return {qa, cast(t.t().contiguous(), b, k.of(b, rb), r, nullptr)};
+}
+
+std::string gemm_scaling(const std::string& granularity) {
+  return granularity == "block1x128" || granularity == "block128x128" ? "block128" : granularity;
+}
+
+// fp8q.linear: y = A (B^T)^T, A [M, K], B^T [N, K], both quantized along K.
+at::Tensor linear(const Quantized& a, const Quantized& bt, const std::optional<at::Tensor>& bias, const Recipe& r,
+                  at::ScalarType out_dtype) {
+  at::Tensor bscale = bt.scales;
+  if (bt.granularity == "row") bscale = bt.scales.reshape({1, -1});
+  else if (bt.granularity != "tensor") bscale = bt.scales.t().contiguous();
+  return matmul(a.codes, bt.codes.t().contiguous(), r.profile, a.format, bt.format, gemm_scaling(a.granularity),
+                a.scales, gemm_scaling(bt.granularity), bscale, std::nullopt, bias, r.model, out_dtype);
+}
+
+at::ScalarType out_dtype_of(const at::Tensor& t, const char* what) {
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16, "Float8Linear: ", what,
+                   " is ", t.scalar_type(), "; it computes in float32 or bfloat16");
+  return t.scalar_type();
+}
+
+State state_of(Float8LinearImpl& layer, const char* role) {
+  return {layer.named_buffers()[std::string("fp8_history_") + role], layer.named_buffers()[std::string("fp8_scale_") + role]};
+}
+
+struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                            Float8LinearImpl* layer, std::int64_t step) {
+    const Recipe& r = layer->options.recipe();
+    const Keys keys{r.seed, layer->options.layer_id(), static_cast<std::uint64_t>(step)};
+    const at::Tensor x2 = x.reshape({-1, x.size(-1)}).contiguous();
+    std::optional<State> sx, sw, sdy;
+    if (r.x.scaling == "delayed") sx = state_of(*layer, "x");
+    if (r.w.scaling == "delayed") sw = state_of(*layer, "w");
+    if (r.dy.scaling == "delayed") sdy = state_of(*layer, "dy");
+    auto [xq, xtq] = pair_of(x2, r.x, kX, r.x_t, kXt, keys, r, sx ? &*sx : nullptr);
+    auto [wq, wtq] = pair_of(weight.contiguous(), r.w, kW, r.w_t, kWt, keys, r, sw ? &*sw : nullptr);
+    std::optional<at::Tensor> b;
+    if (bias.defined()) b = bias.to(at::kFloat);
+    const at::Tensor y = linear(xq, wq, b, r, out_dtype_of(x, "the input"));
+    ctx->save_for_backward({xtq.codes, xtq.scales, wtq.codes, wtq.scales});
+    ctx->saved_data["recipe"] = r.to_json();
+    ctx->saved_data["formats"] = std::vector<std::string>{xtq.format, xtq.granularity, wtq.format, wtq.granularity};
+    ctx->saved_data["keys"] = std::vector<std::int64_t>{static_cast<std::int64_t>(keys.seed),
+                                                        static_cast<std::int64_t>(keys.layer), step};
+    ctx->saved_data["x_shape"] = x.sizes().vec();
+    ctx->saved_data["x_dtype"] = x.scalar_type();
+    ctx->saved_data["w_dtype"] = weight.scalar_type();
+    ctx->saved_data["has_bias"] = bias.defined();
+    if (sdy) {
+      ctx->saved_data["history_dy"] = sdy->history;
+      ctx->saved_data["scale_dy"] = sdy->scale;
+    }
+    std::vector<std::int64_t> shape = x.sizes().vec();
+    shape.back() = y.size(1);
+    return y.reshape(shape);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const Recipe r = Recipe::from_json(ctx->saved_data["recipe"].toStringRef());
+    const auto saved = ctx->get_saved_variables();
+    const auto f = ctx->saved_data["formats"].to<std::vector<std::string>>();
+    const Quantized xtq{saved[0], saved[1], f[0], f[1]}, wtq{saved[2], saved[3], f[2], f[3]};
+    const auto k = ctx->saved_data["keys"].toIntVector();
+    const Keys keys{static_cast<std::uint64_t>(k[0]), static_cast<std::uint64_t>(k[1]), static_cast<std::uint64_t>(k[2])};
+    std::optional<State> sdy;
+    if (ctx->saved_data.count("history_dy") != 0)
+      sdy = State{ctx->saved_data["history_dy"].toTensor(), ctx->saved_data["scale_dy"].toTensor()};
+    const at::Tensor dy2 = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();
+    auto [dyq, dytq] = pair_of(dy2, r.dy, kDy, r.dy_t, kDyT, keys, r, sdy ? &*sdy : nullptr);
+    const auto x_dtype = ctx->saved_data["x_dtype"].toScalarType();
+    const auto w_dtype = ctx->saved_data["w_dtype"].toScalarType();
+    const at::Tensor dx = linear(dyq, wtq, std::nullopt, r, x_dtype).reshape(ctx->saved_data["x_shape"].toIntVector());
+    const at::Tensor dw = linear(dytq, xtq, std::nullopt, r, w_dtype);
+    at::Tensor db;
+    if (ctx->saved_data["has_bias"].toBool()) db = dy2.sum(0).to(w_dtype);  // as fp8q::bias_grad: torch's sum
+    return {dx, dw, db, at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+Float8LinearImpl::Float8LinearImpl(const Float8LinearOptions& o) : options(o) {
+  options.recipe().validate();
+  reset();
+}
+
+void Float8LinearImpl::reset() {
+  weight = register_parameter("weight", ::torch::empty({options.out_features(), options.in_features()}));
+  ::torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));  // nn.Linear's initialisation
+  if (options.bias()) {
+    bias = register_parameter("bias", ::torch::empty({options.out_features()}));
+    const double bound = options.in_features() > 0 ? 1.0 / std::sqrt(static_cast<double>(options.in_features())) : 0.0;
+    ::torch::nn::init::uniform_(bias, -bound, bound);
+  } else {
+    bias = register_parameter("bias", {}, /*requires_grad=*/false);
+  }
+  register_buffer("fp8_step", ::torch::zeros({}, ::torch::kInt64));
+  if (options.recipe().delayed())
+    for (const char* role : {"x", "w", "dy"}) {
+      register_buffer(std::string("fp8_history_") + role, ::torch::zeros({options.recipe().history_length}));
+      register_buffer(std::string("fp8_scale_") + role, ::torch::ones({1}));
+    }
+}
+
+at::Tensor Float8LinearImpl::forward(const at::Tensor& x) {
+  at::Tensor step = named_buffers()["fp8_step"];
+  const std::int64_t s = step.item<std::int64_t>();
+  {
+    ::torch::NoGradGuard no_grad;
+    step.add_(1);
+  }
+  return Float8LinearFunction::apply(x, weight, bias, this, s);
+}
+
+}  // namespace fp8q::torch
