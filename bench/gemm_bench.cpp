@@ -2,7 +2,9 @@
 // under fp32_sequential, systolic:128 and Hopper's fused:32:13:rtz, against OpenBLAS sgemm on
 // the same shape (fp32 operands already decoded); MXFP8 (e4m3fn codes with E8M0 scales per 32 K
 // on both operands) under exact_block:32, against OpenBLAS dgemm (fp64 operands already decoded
-// and scaled). All measured in the same run. M = N = K, 1 and 2 threads.
+// and scaled), and under trainium3_mx:1x32 (nc_matmul_mx, to 1024); systolic:128 with 1x128 x
+// 128x128 block scales (DeepSeek-V3's, on Trainium). All measured in the same run. M = N = K,
+// 1 and 2 threads.
 #include <cblas.h>
 
 #include <cmath>
@@ -56,6 +58,21 @@ void fp8q_case(benchmark::State& state, std::size_t n, int threads, const Accumu
     benchmark::DoNotOptimize(d.data());
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));  // flops
+}
+
+void block_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model) {
+  const Operands o = make(n);
+  const std::size_t kb = (n + 127) / 128;
+  const std::vector<float> sa(n * kb, 0.5f), sb(kb * kb, 0.25f);
+  std::vector<float> d(n * n);
+  const GemmArgs g{.m = n, .n = n, .k = n,
+                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .scaling = OperandScaling::kBlock128, .scale_inv = sa},
+                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .scaling = OperandScaling::kBlock128, .scale_inv = sb}};
+  for (auto _ : state) {
+    gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
+    benchmark::DoNotOptimize(d.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));
 }
 
 void mx_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model) {
@@ -118,8 +135,14 @@ void register_gemm() {
       add_case("gemm/fused_hopper" + suffix, {"gemm/openblas_sgemm" + suffix},
                [n, t](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::hopper()); });
       add_case("gemm/openblas_dgemm" + suffix, {}, [n, t](benchmark::State& s) { dgemm_case(s, n, t); });
+      add_case("gemm/systolic128_block128" + suffix, {"gemm/openblas_sgemm" + suffix},
+               [n, t](benchmark::State& s) { block_case(s, n, t, AccumulationModel::systolic(128)); });
       add_case("gemm/mxfp8_exact_block32" + suffix, {"gemm/openblas_dgemm" + suffix},
                [n, t](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::exact_block(32)); });
+      if (n <= 1024)
+        add_case("gemm/mxfp8_trainium3_1x32" + suffix, {"gemm/openblas_dgemm" + suffix}, [n, t](benchmark::State& s) {
+          mx_case(s, n, t, AccumulationModel::trainium3_mx(Trn3Layout::k1x32));
+        });
     }
 }
 
