@@ -56,6 +56,14 @@ def test_three_gemms_are_fp8q_linear_on_the_casts(name, dtype):
     assert torch.equal(layer.bias.grad, dy.sum(0))
 
 
+def test_non_contiguous_and_batched_inputs():
+    layer = Float8Linear(K, N, recipe=recipe("rowwise"))
+    x = torch.randn(3, K, 8).transpose(1, 2)  # [3, 8, K], not contiguous
+    y = layer(x)
+    assert y.shape == (3, 8, N)
+    assert torch.equal(y, layer(x.contiguous().reshape(24, K)).reshape(3, 8, N))
+
+
 def test_forward_saves_fp8_operands_only():
     layer = Float8Linear(K, N, recipe=recipe("rowwise"))
     x = torch.randn(M, K, requires_grad=True)

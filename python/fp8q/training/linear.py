@@ -47,8 +47,8 @@ def _mix(*words: int) -> int:
 
 
 class _State:
-    """What a cast reads besides its tensor: the delayed state of its operand, the process group,
-    the stochastic-rounding key."""
+    """What a cast reads besides its tensor: the layer (its delayed-state buffers and process
+    group) and the step, which keys stochastic rounding."""
 
     def __init__(self, layer: "Float8Linear", step: int):
         self.layer, self.step = layer, step
@@ -136,9 +136,9 @@ class _Float8LinearFunction(torch.autograd.Function):
                 step: int) -> torch.Tensor:
         r = layer.recipe
         state = _State(layer, step)
-        x2 = x.reshape(-1, x.shape[-1])
+        x2 = x.reshape(-1, x.shape[-1]).contiguous()
         xq, xtq = _pair(x2, ("x", r.x), ("x_t", r.x_t), state, "x" if r.x.scaling == "delayed" else None)
-        wq, wtq = _pair(weight, ("w", r.w), ("w_t", r.w_t), state, "w" if r.w.scaling == "delayed" else None)
+        wq, wtq = _pair(weight.contiguous(), ("w", r.w), ("w_t", r.w_t), state, "w" if r.w.scaling == "delayed" else None)
         out_dtype = _out_dtype(x.dtype)
         y = linear(xq, wq, None if bias is None else bias.float(), profile=r.profile, model=r.model,
                    out_dtype=out_dtype)

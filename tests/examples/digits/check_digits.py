@@ -477,7 +477,15 @@ def dequantize_files(model_dir):
         out, inp = {'mlp.fc1': (128, 64), 'mlp.fc2': (64, 128), 'mlp.fc3': (10, 64)}[m]
         qd, qs, q = tensors[m + '.weight']
         if qd != 'F8_E4M3':
-            raise Failure(f'{model_dir}: {m}.weight is {qd}, not quantized')
+            # a 128x128 block layout keeps, unchanged, a weight whose dimensions are not both
+            # multiples of 128: every weight of this model
+            if block is None or (out % 128 == 0 and inp % 128 == 0) or tensors[m + '.weight'] != original()[m + '.weight']:
+                raise Failure(f'{model_dir}: {m}.weight is {qd}, not quantized')
+            v = bf16_values(q)
+            deq_all[m] = [[v[i * inp + j] for j in range(inp)] for i in range(out)]
+            if tensors[m + '.bias'] != original()[m + '.bias']:
+                raise Failure(f'{model_dir}: {m}.bias is not the original bit for bit')
+            continue
         sname = m + ('.weight_scale_inv' if m + '.weight_scale_inv' in tensors else '.weight_scale')
         sd, ss, sraw = tensors[sname]
         if sd in ('U8', 'F8_E8M0'):
