@@ -141,7 +141,13 @@ detail::ModelPath model_path(const GemmArgs& g, const GemmOptions& o) {
   return {};
 }
 
-void run(const GemmArgs& g, const GemmOptions& o, float* out) {
+// A thread hands its rows to a path in slabs of at most kSlabRows, so that the paths' working
+// buffers (partial sums, carries) and a bf16 result's fp32 rows take O(kSlabRows x N) memory, not
+// O(M x N); rows are independent, so the slabs do not change a bit.
+constexpr std::size_t kSlabRows = 8 * kMc;
+
+// The fp32 result into out32, or its bf16 rounding into out16 (the other is null).
+void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* out16) {
   const detail::ModelPath other = model_path(g, o);
   const bool fast = vectorised(g, o);
   const detail::SeqKernel kernel = fast ? pick_kernel() : nullptr;
@@ -154,10 +160,16 @@ void run(const GemmArgs& g, const GemmOptions& o, float* out) {
       panels, o.threads,
       [&](std::size_t pb, std::size_t pe) {
         const std::size_t m0 = pb * kMr, m1 = std::min(g.m, pe * kMr);
-        if (m0 >= m1) return;
-        if (fast) fast_rows(g, o, kernel, m0, m1, out + m0 * g.n);
-        else if (other.rows != nullptr) other.rows(g, o, m0, m1, out + m0 * g.n);
-        else detail::reference_rows(g, o, m0, m1, out + m0 * g.n);
+        std::vector<float> rows32(out16 != nullptr ? std::min(kSlabRows, m1 - std::min(m0, m1)) * g.n : 0);
+        for (std::size_t s0 = m0; s0 < m1; s0 += kSlabRows) {
+          const std::size_t s1 = std::min(m1, s0 + kSlabRows);
+          float* out = out16 != nullptr ? rows32.data() : out32 + s0 * g.n;
+          if (fast) fast_rows(g, o, kernel, s0, s1, out);
+          else if (other.rows != nullptr) other.rows(g, o, s0, s1, out);
+          else detail::reference_rows(g, o, s0, s1, out);
+          if (out16 != nullptr)
+            for (std::size_t i = 0; i < (s1 - s0) * g.n; ++i) out16[s0 * g.n + i] = detail::to_bf16(out[i]);
+        }
       },
       ChunkGrain{.align = 1, .min_per_thread = min_panels});
 }
@@ -172,14 +184,12 @@ std::string_view gemm_path(const GemmArgs& g, const GemmOptions& o) {
 
 void gemm(const GemmArgs& g, const GemmOptions& o, std::span<float> out) {
   detail::check_gemm(g, o, std::as_bytes(out), out.size());
-  run(g, o, out.data());
+  run(g, o, out.data(), nullptr);
 }
 
 void gemm(const GemmArgs& g, const GemmOptions& o, std::span<std::uint16_t> out_bf16) {
   detail::check_gemm(g, o, std::as_bytes(out_bf16), out_bf16.size());
-  std::vector<float> f(out_bf16.size());
-  run(g, o, f.data());
-  for (std::size_t i = 0; i < f.size(); ++i) out_bf16[i] = detail::to_bf16(f[i]);
+  run(g, o, nullptr, out_bf16.data());
 }
 
 }  // namespace fp8q

@@ -165,5 +165,25 @@ TEST(DelayedScaling, MalformedStatesAreRefusedByField) {
   EXPECT_THROW(DelayedScaling({.history_length = 0}), std::invalid_argument);
 }
 
+TEST(DelayedScaling, ResumesFromAHistoryAndScale) {
+  const DelayedScalingConfig c{.format = FormatId::kE5M2, .history_length = 4, .power_of_two = true};
+  DelayedScaling r(c);
+  for (float a : {3.0f, 0.5f, 7.25f}) r.update(a);
+  const DelayedScaling back(c, r.history(), r.scale());
+  EXPECT_EQ(back.serialize(), r.serialize());
+  auto expect_error = [&](std::vector<float> history, float scale, const std::string& words) {
+    try {
+      DelayedScaling(c, history, scale);
+      ADD_FAILURE() << "accepted; expected an error about " << words;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  expect_error({1, 2, 3}, 1.0f, "history holds 3 amaxes, history_length is 4");
+  expect_error({1, 2, -0.0f, 3}, 1.0f, "history[2] is negative");
+  expect_error({1, 2, 3, 4}, 3.0f, "a power of two under power_of_two");
+  expect_error({1, 2, 3, 4}, kInf, "scale must be in [2^-127, FLT_MAX]");
+}
+
 }  // namespace
 }  // namespace fp8q

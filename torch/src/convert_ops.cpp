@@ -46,8 +46,7 @@ void run_convert(const at::Tensor& x, const ConvertCall& c, at::Tensor& out) {
   std::vector<std::uint8_t> unpacked;
   std::span<const std::byte> in = bytes(x);
   if (packed_fp4(x, c.src)) {
-    unpacked = codes_of(x, c.src, "x");
-    in = std::as_bytes(std::span(unpacked));
+    in = std::as_bytes(codes_of(x, c.src, "x", unpacked));
   }
   BulkOptions bulk;
   bulk.threads = threads();

@@ -26,7 +26,8 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b !=
 
 // One operand: its codes (one a byte) and scales, checked against the scaling's shape.
 struct Operand {
-  std::vector<std::uint8_t> codes;
+  std::vector<std::uint8_t> unpacked;  // e2m1 codes one a byte
+  std::span<const std::uint8_t> codes;
   std::vector<float> scale_inv;
   std::vector<std::uint8_t> mx;
   GemmOperand view(FormatId f, OperandScaling s) const { return {f, codes, s, scale_inv, mx}; }
@@ -105,7 +106,7 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
     };
     load_scales(oa, sa, a_scale, want(sa, true), a, "a_scale");
     load_scales(ob, sb, b_scale, want(sb, false), a, "b_scale");
-    std::vector<float> cv, bv;
+    std::span<const float> cv, bv;
     if (c) {
       check_tensor(*c, "c");
       check_dtype(*c, at::kFloat, "c");
@@ -120,10 +121,10 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
     }
     at::Tensor out = at::empty({m, n}, a.options().dtype(out_dtype));
     if (!compute(a)) return out;
-    oa.codes = codes_of(a, fa, "a");
-    ob.codes = codes_of(b, fb, "b");
-    if (c) cv.assign(f32(*c).begin(), f32(*c).end());
-    if (bias) bv.assign(f32(*bias).begin(), f32(*bias).end());
+    oa.codes = codes_of(a, fa, "a", oa.unpacked);
+    ob.codes = codes_of(b, fb, "b", ob.unpacked);
+    if (c) cv = f32(*c);
+    if (bias) bv = f32(*bias);
     const GemmArgs args{.m = static_cast<std::size_t>(m), .n = static_cast<std::size_t>(n),
                         .k = static_cast<std::size_t>(k), .a = oa.view(fa, sa), .b = ob.view(fb, sb), .c = cv,
                         .bias = bv};

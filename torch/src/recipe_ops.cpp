@@ -22,15 +22,6 @@ std::optional<AmaxAlgorithm> parse_algorithm(std::string_view name) {
   return std::nullopt;
 }
 
-// The library's state with the tensors' history and scale put in (deserialize() checks them).
-DelayedScaling state_of(const DelayedScalingConfig& config, const at::Tensor& history, const at::Tensor& scale) {
-  std::vector<std::uint8_t> image = DelayedScaling(config).serialize();  // scale at byte 20, history at 24
-  const auto s = f32(scale);
-  const auto h = f32(history);
-  std::memcpy(image.data() + 20, s.data(), 4);
-  std::memcpy(image.data() + 24, h.data(), 4 * h.size());
-  return DelayedScaling::deserialize(image);
-}
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_scaled(const at::Tensor& x, std::string_view format,
@@ -89,7 +80,7 @@ std::tuple<at::Tensor, at::Tensor> delayed_update(const at::Tensor& history, con
     at::Tensor new_history = at::empty(history.sizes(), history.options());
     at::Tensor new_scale = at::empty(scale.sizes(), scale.options());
     if (!compute(history)) return std::make_tuple(new_history, new_scale);
-    d = state_of(c, history, scale);
+    d = DelayedScaling(c, f32(history), f32(scale)[0]);
     d.update(f32(amax)[0]);
     std::memcpy(new_history.mutable_data_ptr(), d.history().data(), 4 * d.history().size());
     *new_scale.mutable_data_ptr<float>() = d.scale();

@@ -158,21 +158,20 @@ std::string shape_text(at::IntArrayRef shape) {
 
 int threads() { return std::max(1, at::get_num_threads()); }
 
-std::vector<std::uint8_t> codes_of(const at::Tensor& t, FormatId f, const char* arg) {
+std::span<const std::uint8_t> codes_of(const at::Tensor& t, FormatId f, const char* arg,
+                                       std::vector<std::uint8_t>& storage) {
   const auto raw = u8(t);
-  std::vector<std::uint8_t> out;
   if (packed_fp4(t, f)) {
-    out.resize(2 * raw.size());
-    for (std::size_t i = 0; i < raw.size(); ++i) out[2 * i] = raw[i] & 0xF, out[2 * i + 1] = raw[i] >> 4;
-    return out;
+    storage.resize(2 * raw.size());
+    for (std::size_t i = 0; i < raw.size(); ++i) storage[2 * i] = raw[i] & 0xF, storage[2 * i + 1] = raw[i] >> 4;
+    return storage;
   }
-  out.assign(raw.begin(), raw.end());
   const int bits = format_of(f).bits();
   if (bits < 8)
-    for (std::size_t i = 0; i < out.size(); ++i)
-      TORCH_CHECK_VALUE((out[i] >> bits) == 0, arg, "[flat index ", i, "]: byte ", int{out[i]}, " is not a ",
+    for (std::size_t i = 0; i < raw.size(); ++i)
+      TORCH_CHECK_VALUE((raw[i] >> bits) == 0, arg, "[flat index ", i, "]: byte ", int{raw[i]}, " is not a ",
                         std::string(format_of(f).name), " code (the high ", 8 - bits, " bits must be 0)");
-  return out;
+  return raw;
 }
 
 std::int64_t numel_of(at::IntArrayRef shape) {

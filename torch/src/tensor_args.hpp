@@ -97,9 +97,11 @@ inline std::span<float> mutable_f32(at::Tensor& t) {
   return {static_cast<float*>(t.mutable_data_ptr()), static_cast<std::size_t>(t.numel())};
 }
 
-// One code a byte from t (e2m1 packed two a byte is unpacked; other codes are copied), checking
-// that every byte is a code of f (fp6 / fp4 high bits clear), naming `arg` and the index.
-std::vector<std::uint8_t> codes_of(const at::Tensor& t, FormatId f, const char* arg);
+// One code a byte from t, checking that every byte is a code of f (fp6 / fp4 high bits clear),
+// naming `arg` and the index: a view of t's bytes, or of `storage` when e2m1 packed two a byte
+// is unpacked into it.
+std::span<const std::uint8_t> codes_of(const at::Tensor& t, FormatId f, const char* arg,
+                                       std::vector<std::uint8_t>& storage);
 
 // Runs a kernel body and re-throws the library's std::invalid_argument, std::domain_error
 // (NanError) and std::out_of_range as torch's ValueError, prefixed with the op's name, so that

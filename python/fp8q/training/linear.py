@@ -2,8 +2,8 @@
 
 Forward ``y = x W^T (+ b)``, input gradient ``dx = dy W``, weight gradient ``dW = dy^T x``: each
 GEMM is ``fp8q.linear`` on operands cast as the recipe says (recipes.py), so a step on a CPU
-gives the bits the device would. The forward saves the FP8 casts the backward needs (x^T along
-M, W^T along N), not high-precision copies. Delayed-scaling state (amax histories, scales) and
+gives the bits the device would. The forward saves the FP8 casts the backward needs (W along N,
+x along M, laid out as the GEMMs read them where the cast allows), not high-precision copies. Delayed-scaling state (amax histories, scales) and
 the step counter are buffers, in ``state_dict()``.
 
 Example:
@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 from ..conversion import amax, scale_from_amax
-from ..matmul import linear
+from ..matmul import linear, matmul
 from ..quantized import QuantizedTensor, quantize
 from .recipes import ROLES, Cast, Recipe, recipe as named_recipe
 
@@ -96,20 +96,72 @@ def _same_cast(a: Cast, b: Cast) -> bool:
     return a == b and a.granularity in ("tensor", "block128x128")
 
 
+# granularity of t -> the same blocks seen on t^T
+_OF_TRANSPOSE = {"tensor": "tensor", "row": "col", "col": "row", "block1x128": "block128x1",
+                 "block128x1": "block1x128", "block128x128": "block128x128"}
+
+
 def _transposed(q: QuantizedTensor) -> QuantizedTensor:
-    """The cast of t^T from t's, where the blocks are symmetric (per tensor, 128x128): data movement."""
-    return QuantizedTensor(q.codes.t().contiguous(), q.scales.t().contiguous(), q.format, q.granularity)
+    """t^T's cast from t's (data movement): the codes and the scale grid transposed."""
+    return QuantizedTensor(q.codes.t().contiguous(), q.scales.t().contiguous(), q.format, _OF_TRANSPOSE[q.granularity])
 
 
-def _pair(t: torch.Tensor, a: tuple[str, Cast], b: tuple[str, Cast], state: _State,
-          delayed: Optional[str]) -> tuple[QuantizedTensor, QuantizedTensor]:
-    """t's cast along its columns (role a) and t^T's along its columns (role b): one cast
-    transposed when both are the same per-tensor or 128x128 cast (the same codes and scales),
-    two casts otherwise. A delayed state is read and updated once."""
-    qa = _cast(t, a[1], a[0], state, delayed)
-    if _same_cast(a[1], b[1]):
-        return qa, _transposed(qa)
-    return qa, _cast(t.t().contiguous(), b[1], b[0], state, None)  # b is current (Recipe checks)
+def _cast_of_transpose(t: torch.Tensor, c: Cast, role: str, state: _State) -> Optional[QuantizedTensor]:
+    """t^T's current cast along its columns computed on t, laid out like t: the same bits, as each
+    block's amax is over the same elements; None where only a cast of t^T itself gives them (MX
+    blocks run along rows; stochastic rounding draws by position)."""
+    if c.rounding == "sr" or c.granularity not in _OF_TRANSPOSE:
+        return None
+    if c.granularity == "tensor":
+        return _cast(t, c, role, state, None)
+    return quantize(t, c.format, granularity=_OF_TRANSPOSE[c.granularity], scale_op=c.scale_op,
+                    power_of_two=c.power_of_two)
+
+
+class _Operand:
+    """A backward GEMM's B: ``b`` [K, N] quantized along K, which ``fp8q.matmul`` takes as it is,
+    or ``bt`` [N, K], which ``fp8q.linear`` lays out as B."""
+
+    def __init__(self, b: Optional[QuantizedTensor] = None, bt: Optional[QuantizedTensor] = None):
+        self.b, self.bt = b, bt
+
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        q = self.b if self.b is not None else self.bt
+        return q.codes, q.scales
+
+    def meta(self) -> tuple[bool, str, str]:
+        q = self.b if self.b is not None else self.bt
+        return self.b is not None, q.format, q.granularity
+
+    @staticmethod
+    def of(codes: torch.Tensor, scales: torch.Tensor, meta: tuple[bool, str, str]) -> "_Operand":
+        is_b, fmt, granularity = meta
+        q = QuantizedTensor(codes, scales, fmt, granularity)
+        return _Operand(b=q) if is_b else _Operand(bt=q)
+
+    def gemm(self, a: QuantizedTensor, r: Recipe, out_dtype: torch.dtype) -> torch.Tensor:
+        if self.b is not None:
+            return matmul(a, self.b, profile=r.profile, model=r.model, out_dtype=out_dtype)
+        return linear(a, self.bt, profile=r.profile, model=r.model, out_dtype=out_dtype)
+
+
+def _b_operand(t: torch.Tensor, qa: QuantizedTensor, a: Cast, b: tuple[str, Cast], state: _State) -> _Operand:
+    """A backward GEMM's B from t [K, N] (W, or x), cast as t^T along its columns (role b): t's own
+    cast ``qa`` (role a) when both are the same per-tensor or 128x128 cast; else that cast computed
+    on t; else the cast of t^T (a current one: Recipe checks)."""
+    if _same_cast(a, b[1]):
+        return _Operand(b=qa)
+    q = _cast_of_transpose(t, b[1], b[0], state)
+    return _Operand(b=q) if q is not None else _Operand(bt=_cast(t.t().contiguous(), b[1], b[0], state, None))
+
+
+def _a_operand(t: torch.Tensor, qa: QuantizedTensor, a: Cast, b: tuple[str, Cast], state: _State) -> QuantizedTensor:
+    """The weight gradient's A, t^T [N, M] cast along its columns (role b), from t [M, N]: ``qa``
+    transposed, or the cast computed on t and transposed, or the cast of t^T, as for _b_operand."""
+    if _same_cast(a, b[1]):
+        return _transposed(qa)
+    q = _cast_of_transpose(t, b[1], b[0], state)
+    return _transposed(q) if q is not None else _cast(t.t().contiguous(), b[1], b[0], state, None)
 
 
 @torch.library.custom_op("fp8q::bias_grad", mutates_args=())
@@ -130,6 +182,10 @@ def _out_dtype(dtype: torch.dtype) -> torch.dtype:
     return dtype
 
 
+def _delayed(c: Cast, name: str) -> Optional[str]:
+    return name if c.scaling == "delayed" else None
+
+
 class _Float8LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], layer: "Float8Linear",
@@ -137,28 +193,31 @@ class _Float8LinearFunction(torch.autograd.Function):
         r = layer.recipe
         state = _State(layer, step)
         x2 = x.reshape(-1, x.shape[-1]).contiguous()
-        xq, xtq = _pair(x2, ("x", r.x), ("x_t", r.x_t), state, "x" if r.x.scaling == "delayed" else None)
-        wq, wtq = _pair(weight.contiguous(), ("w", r.w), ("w_t", r.w_t), state, "w" if r.w.scaling == "delayed" else None)
-        out_dtype = _out_dtype(x.dtype)
+        w = weight.contiguous()
+        xq = _cast(x2, r.x, "x", state, _delayed(r.x, "x"))
+        wq = _cast(w, r.w, "w", state, _delayed(r.w, "w"))
         y = linear(xq, wq, None if bias is None else bias.float(), profile=r.profile, model=r.model,
-                   out_dtype=out_dtype)
-        ctx.save_for_backward(xtq.codes, xtq.scales, wtq.codes, wtq.scales)
-        ctx.meta = (layer, step, xtq.format, xtq.granularity, wtq.format, wtq.granularity, x.shape, x.dtype,
-                    weight.dtype, bias is not None)
+                   out_dtype=_out_dtype(x.dtype))
+        # the backward's B operands: W (along N) for dx, x (along M) for dW
+        wb = _b_operand(w, wq, r.w, ("w_t", r.w_t), state)
+        xb = _b_operand(x2, xq, r.x, ("x_t", r.x_t), state)
+        del xq, wq
+        ctx.save_for_backward(*wb.tensors(), *xb.tensors())
+        ctx.meta = (layer, step, wb.meta(), xb.meta(), x.shape, x.dtype, weight.dtype, bias is not None)
         return y.reshape(*x.shape[:-1], y.shape[-1])
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
-        layer, step, xf, xg, wf, wg, x_shape, x_dtype, w_dtype, has_bias = ctx.meta
-        xt_codes, xt_scales, wt_codes, wt_scales = ctx.saved_tensors
-        xtq = QuantizedTensor(xt_codes, xt_scales, xf, xg)
-        wtq = QuantizedTensor(wt_codes, wt_scales, wf, wg)
+        layer, step, wb_meta, xb_meta, x_shape, x_dtype, w_dtype, has_bias = ctx.meta
+        w_codes, w_scales, x_codes, x_scales = ctx.saved_tensors
         r = layer.recipe
         state = _State(layer, step)
         dy2 = dy.reshape(-1, dy.shape[-1]).contiguous()
-        dyq, dytq = _pair(dy2, ("dy", r.dy), ("dy_t", r.dy_t), state, "dy" if r.dy.scaling == "delayed" else None)
-        dx = linear(dyq, wtq, profile=r.profile, model=r.model, out_dtype=_out_dtype(x_dtype))
-        dw = linear(dytq, xtq, profile=r.profile, model=r.model, out_dtype=_out_dtype(w_dtype))
+        dyq = _cast(dy2, r.dy, "dy", state, _delayed(r.dy, "dy"))
+        dx = _Operand.of(w_codes, w_scales, wb_meta).gemm(dyq, r, _out_dtype(x_dtype))
+        dytq = _a_operand(dy2, dyq, r.dy, ("dy_t", r.dy_t), state)
+        del dyq
+        dw = _Operand.of(x_codes, x_scales, xb_meta).gemm(dytq, r, _out_dtype(w_dtype))
         db = _bias_grad(dy2, w_dtype) if has_bias else None
         return dx.reshape(x_shape), dw, db, None, None
 

@@ -54,6 +54,25 @@ DelayedScaling::DelayedScaling(const DelayedScalingConfig& config) : config_(con
   history_.assign(static_cast<std::size_t>(config_.history_length), 0.0f);
 }
 
+DelayedScaling::DelayedScaling(const DelayedScalingConfig& config, std::span<const float> history, float scale)
+    : DelayedScaling(config) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("delayed scaling state: " + what); };
+  if (history.size() != history_.size())
+    fail("history holds " + std::to_string(history.size()) + " amaxes, history_length is " +
+         std::to_string(history_.size()));
+  const std::uint32_t scale_bits = bits_of(scale);
+  // what update() can produce: [2^-127, FLT_MAX] (a smaller scale has an infinite scale_inv),
+  // and a power of two under power_of_two (the initial 1 or one kept across a bad amax)
+  if (scale_bits < 0x00400000u || scale_bits >= 0x7F800000u)
+    fail("scale must be in [2^-127, FLT_MAX], got bits 0x" + hex32(scale_bits));
+  if (config_.power_of_two && (scale_bits & 0x7FFFFFu) != 0 && scale_bits != 0x00400000u)
+    fail("scale must be a power of two under power_of_two, got bits 0x" + hex32(scale_bits));
+  for (std::size_t i = 0; i < history.size(); ++i)
+    if (bits_of(history[i]) >> 31) fail("history[" + std::to_string(i) + "] is negative");
+  scale_ = scale;
+  std::copy(history.begin(), history.end(), history_.begin());
+}
+
 void DelayedScaling::update(float amax) {
   // 1. roll the history: the newest first, the oldest out
   std::rotate(history_.rbegin(), history_.rbegin() + 1, history_.rend());
@@ -101,21 +120,9 @@ DelayedScaling DelayedScaling::deserialize(std::span<const std::uint8_t> b) {
   c.history_length = static_cast<int>(length);
   if (b.size() != kHeader + 4 * std::size_t{length})
     fail("size " + std::to_string(b.size()) + " bytes, expected " + std::to_string(kHeader + 4 * std::size_t{length}));
-  DelayedScaling d(c);  // checks the format
-  const std::uint32_t scale_bits = get_u32(b, 20);
-  // what update() can produce: [2^-127, FLT_MAX] (a smaller scale has an infinite scale_inv),
-  // and a power of two under power_of_two (the initial 1 or one kept across a bad amax)
-  if (scale_bits < 0x00400000u || scale_bits >= 0x7F800000u)
-    fail("scale must be in [2^-127, FLT_MAX], got bits 0x" + hex32(scale_bits));
-  if (c.power_of_two && (scale_bits & 0x7FFFFFu) != 0 && scale_bits != 0x00400000u)
-    fail("scale must be a power of two under power_of_two, got bits 0x" + hex32(scale_bits));
-  d.scale_ = float_of(scale_bits);
-  for (std::uint32_t i = 0; i < length; ++i) {
-    const std::uint32_t h = get_u32(b, kHeader + 4 * std::size_t{i});
-    if (h >> 31) fail("history[" + std::to_string(i) + "] is negative");
-    d.history_[i] = float_of(h);
-  }
-  return d;
+  std::vector<float> history(length);
+  for (std::uint32_t i = 0; i < length; ++i) history[i] = float_of(get_u32(b, kHeader + 4 * std::size_t{i}));
+  return DelayedScaling(c, history, float_of(get_u32(b, 20)));  // checks the format, scale and history
 }
 
 }  // namespace fp8q

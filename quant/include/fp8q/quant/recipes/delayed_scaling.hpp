@@ -39,6 +39,9 @@ class DelayedScaling {
  public:
   // Starts with an all-zero history and scale 1. Throws std::invalid_argument on a bad config.
   explicit DelayedScaling(const DelayedScalingConfig& config);
+  // Resumes a state: `history` (history_length amaxes, most recent first, none negative) and
+  // `scale` (in [2^-127, FLT_MAX], a power of two under power_of_two). Throws naming the field.
+  DelayedScaling(const DelayedScalingConfig& config, std::span<const float> history, float scale);
 
   void update(float amax);  // one step; amax = max |x| of the step's tensor (NaN allowed)
 
