@@ -10,6 +10,8 @@
 // computes in integers. Threads split the rows; no output depends on the split.
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "fp8q/kernels/gemm.hpp"
@@ -17,27 +19,86 @@
 #include "fp8q/numerics/isa.hpp"
 #include "fp8q/numerics/parallel.hpp"
 #include "isa/seq.hpp"
+#include "isa/seq_bf16.hpp"
 #include "model_paths.hpp"
 #include "operands.hpp"
 #include "reference_rows.hpp"
+#include "seq_micro.hpp"
 
 namespace fp8q {
 namespace {
 
 using detail::kMr;
 using detail::kNr;
+using detail::kPairMr;
+using detail::kPairNr;
 
 // Cache blocking: a kKc x kNr B panel (16 KiB) stays in L1 while the kMc x kKc A block
 // (96 KiB) streams from L2; the kKc x kNc B block (1 MiB) sits in L2/L3. A wide kNc means A
 // is decoded and packed fewer times (once per column block).
+// The bf16 pair kernel's 64-column panels (32 KiB for kKc) and its 6-row tiles fit the same
+// blocks; threads split rows in kMr panels for both.
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kNc = 64 * kNr;
+static_assert(kPairMr == kMr && kNc % kPairNr == 0 && kKc % 2 == 0);
 
-detail::SeqKernel pick_kernel() {
-  const Isa isa = active_isa();
-  if (isa != Isa::kGeneric)
-    if (detail::SeqKernel k = detail::seq_kernel_avx2()) return k;  // AVX-512 CPUs run the AVX2 kernel
-  return detail::seq_kernel_generic();
-}
+// Operand packing for each kind of micro-kernel: a B panel of nr columns n0.. (+0 past n_end)
+// and an A panel of mr rows m0.. (+0 past m_end), K steps kc0 .. kc0 + kc - 1, in the order the
+// kernel reads them (seq.hpp, seq_bf16.hpp).
+struct Fp32Panels {
+  using Word = float;
+  static constexpr std::size_t mr = kMr, nr = kNr;
+  detail::SeqKernel kernel;
+  static std::size_t depth(std::size_t kc) { return kc; }
+  static void pack_b(Word* bp, const std::array<float, 256>& tb, const GemmArgs& g, std::size_t kc0, std::size_t kc,
+                     std::size_t n0, std::size_t n_end) {
+    for (std::size_t k = 0; k < kc; ++k)
+      for (std::size_t j = 0; j < nr; ++j)
+        bp[k * nr + j] = n0 + j < n_end ? tb[g.b.codes[(kc0 + k) * g.n + n0 + j]] : 0.0f;
+  }
+  static void pack_a(Word* ap, const std::array<float, 256>& ta, const GemmArgs& g, std::size_t kc0, std::size_t kc,
+                     std::size_t m0, std::size_t m_end) {
+    for (std::size_t k = 0; k < kc; ++k)
+      for (std::size_t i = 0; i < mr; ++i) ap[k * mr + i] = m0 + i < m_end ? ta[g.a.codes[(m0 + i) * g.k + kc0 + k]] : 0.0f;
+  }
+  void run(std::size_t kc, const Word* ap, const Word* bp, const float* init, std::size_t ldi, float* out,
+           std::size_t ldo) const {
+    kernel(kc, ap, bp, init, ldi, out, ldo);
+  }
+};
+
+// Pair q holds K steps kc0 + 2q (high half, added first) and kc0 + 2q + 1; an odd chunk's last
+// pair has the padding (kPadA, kPadB), whose product -0 changes no sum.
+struct Bf16PairPanels {
+  using Word = std::uint32_t;
+  static constexpr std::size_t mr = kPairMr, nr = kPairNr;
+  detail::PairKernel kernel;
+  static std::size_t depth(std::size_t kc) { return (kc + 1) / 2; }
+  static void pack_b(Word* bp, const std::array<float, 256>& tb, const GemmArgs& g, std::size_t kc0, std::size_t kc,
+                     std::size_t n0, std::size_t n_end) {
+    for (std::size_t q = 0; 2 * q < kc; ++q)
+      for (std::size_t j = 0; j < nr; ++j) {
+        const std::size_t n = n0 + j, k = kc0 + 2 * q;
+        bp[q * nr + j] =
+            n < n_end ? detail::bf16_pair(tb[g.b.codes[k * g.n + n]], 2 * q + 1 < kc ? tb[g.b.codes[(k + 1) * g.n + n]]
+                                                                                     : detail::kPadB)
+                      : 0u;
+      }
+  }
+  static void pack_a(Word* ap, const std::array<float, 256>& ta, const GemmArgs& g, std::size_t kc0, std::size_t kc,
+                     std::size_t m0, std::size_t m_end) {
+    for (std::size_t q = 0; 2 * q < kc; ++q)
+      for (std::size_t i = 0; i < mr; ++i) {
+        const std::size_t m = m0 + i, k = kc0 + 2 * q;
+        ap[q * mr + i] = m < m_end ? detail::bf16_pair(ta[g.a.codes[m * g.k + k]],
+                                                       2 * q + 1 < kc ? ta[g.a.codes[m * g.k + k + 1]] : detail::kPadA)
+                                   : 0u;
+      }
+  }
+  void run(std::size_t kc, const Word* ap, const Word* bp, const float* init, std::size_t ldi, float* out,
+           std::size_t ldo) const {
+    kernel(depth(kc), ap, bp, init, ldi, out, ldo);
+  }
+};
 
 // Under block scaling each 128-K block is summed alone; a systolic tile of >= 128 holds a whole
 // block, whose sum is then fp32_sequential's (the tile's +0 start never gives -0).
@@ -56,52 +117,44 @@ std::size_t segment_length(const GemmArgs& g, const GemmOptions& o) {
   return std::max<std::size_t>(g.k, 1);
 }
 
-// Rows [m0, m1) of the fp32 result into out[(m - m0) * N + n].
-void fast_rows(const GemmArgs& g, const GemmOptions& o, detail::SeqKernel kernel, std::size_t m0, std::size_t m1,
-               float* out) {
+// Rows [m0, m1) of the fp32 result into out[(m - m0) * N + n]; P: Fp32Panels or Bf16PairPanels.
+template <class P>
+void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::size_t m0, std::size_t m1, float* out) {
+  constexpr std::size_t kMr = P::mr, kNr = P::nr;  // this kernel's tile
   ScopedDefaultFpEnv env;
   const auto ta = detail::decode_table(g.a.format), tb = detail::decode_table(g.b.format);
   const std::size_t rows = m1 - m0, N = g.n, K = g.k, seg = segment_length(g, o);
-  std::vector<float> partial(rows * N), ap(kMc * kKc), bp(kNc * kKc);
+  std::vector<float> partial(rows * N);
+  std::vector<typename P::Word> ap(kMc * P::depth(kKc)), bp(kNc * P::depth(kKc));
   std::fill(out, out + rows * N, 0.0f);
-  alignas(32) float tile_in[kMr * kNr], tile[kMr * kNr];
+  alignas(64) float tile_in[kMr * kNr], tile[kMr * kNr];
 
   for (std::size_t nc0 = 0; nc0 < N; nc0 += kNc) {
     const std::size_t ncl = std::min(kNc, N - nc0), npanels = (ncl + kNr - 1) / kNr;
     for (std::size_t s0 = 0; s0 < K; s0 += seg) {
       const std::size_t s1 = std::min(K, s0 + seg);
       for (std::size_t kc0 = s0; kc0 < s1; kc0 += kKc) {
-        const std::size_t kc = std::min(kKc, s1 - kc0);
+        const std::size_t kc = std::min(kKc, s1 - kc0), d = P::depth(kc);
         const bool first = kc0 == s0;
         // B block: panel p holds columns nc0 + p*kNr .. +kNr, k-major, zero padded
-        for (std::size_t p = 0; p < npanels; ++p)
-          for (std::size_t k = 0; k < kc; ++k)
-            for (std::size_t j = 0; j < kNr; ++j) {
-              const std::size_t n = nc0 + p * kNr + j;
-              bp[(p * kc + k) * kNr + j] = n < nc0 + ncl ? tb[g.b.codes[(kc0 + k) * N + n]] : 0.0f;
-            }
+        for (std::size_t p = 0; p < npanels; ++p) P::pack_b(&bp[p * d * kNr], tb, g, kc0, kc, nc0 + p * kNr, nc0 + ncl);
         for (std::size_t mc0 = m0; mc0 < m1; mc0 += kMc) {
           const std::size_t mcl = std::min(kMc, m1 - mc0), mpanels = (mcl + kMr - 1) / kMr;
-          for (std::size_t p = 0; p < mpanels; ++p)
-            for (std::size_t k = 0; k < kc; ++k)
-              for (std::size_t i = 0; i < kMr; ++i) {
-                const std::size_t m = mc0 + p * kMr + i;
-                ap[(p * kc + k) * kMr + i] = m < mc0 + mcl ? ta[g.a.codes[m * K + kc0 + k]] : 0.0f;
-              }
+          for (std::size_t p = 0; p < mpanels; ++p) P::pack_a(&ap[p * d * kMr], ta, g, kc0, kc, mc0 + p * kMr, mc0 + mcl);
           for (std::size_t jp = 0; jp < npanels; ++jp)
             for (std::size_t ip = 0; ip < mpanels; ++ip) {
               const std::size_t r0 = mc0 - m0 + ip * kMr, c0 = nc0 + jp * kNr;
               const std::size_t mr = std::min(kMr, rows - r0), nr = std::min(kNr, N - c0);
               float* dst = &partial[r0 * N + c0];
               if (mr == kMr && nr == kNr) {  // a full tile works in place
-                kernel(kc, &ap[ip * kc * kMr], &bp[jp * kc * kNr], first ? nullptr : dst, N, dst, N);
+                kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], first ? nullptr : dst, N, dst, N);
                 continue;
               }
               if (!first) {  // an edge tile goes through a zero-padded copy
                 std::fill(tile_in, tile_in + kMr * kNr, 0.0f);
                 for (std::size_t i = 0; i < mr; ++i) std::copy_n(dst + i * N, nr, &tile_in[i * kNr]);
               }
-              kernel(kc, &ap[ip * kc * kMr], &bp[jp * kc * kNr], first ? nullptr : tile_in, kNr, tile, kNr);
+              kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], first ? nullptr : tile_in, kNr, tile, kNr);
               for (std::size_t i = 0; i < mr; ++i) std::copy_n(&tile[i * kNr], nr, dst + i * N);
             }
         }
@@ -141,16 +194,24 @@ detail::ModelPath model_path(const GemmArgs& g, const GemmOptions& o) {
   return {};
 }
 
+void fast_rows(const GemmArgs& g, const GemmOptions& o, const detail::SeqMicro& micro, std::size_t m0, std::size_t m1,
+               float* out) {
+  if (micro.pairs != nullptr) fast_rows(g, o, Bf16PairPanels{micro.pairs}, m0, m1, out);
+  else fast_rows(g, o, Fp32Panels{micro.fp32}, m0, m1, out);
+}
+
 // A thread hands its rows to a path in slabs of at most kSlabRows, so that the paths' working
 // buffers (partial sums, carries) and a bf16 result's fp32 rows take O(kSlabRows x N) memory, not
 // O(M x N); rows are independent, so the slabs do not change a bit.
 constexpr std::size_t kSlabRows = 8 * kMc;
 
-// The fp32 result into out32, or its bf16 rounding into out16 (the other is null).
-void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* out16) {
+// The fp32 result into out32, or its bf16 rounding into out16 (the other is null). micro: the
+// fast path's kernel (seq_micro() when null; unused off that path).
+void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* out16,
+         const detail::SeqMicro* micro = nullptr) {
   const detail::ModelPath other = model_path(g, o);
   const bool fast = vectorised(g, o);
-  const detail::SeqKernel kernel = fast ? pick_kernel() : nullptr;
+  const detail::SeqMicro kernel = !fast ? detail::SeqMicro{} : micro != nullptr ? *micro : detail::seq_micro();
   // Work is split by panels of kMr rows; a thread gets at least ~4 M multiply-adds (a thread
   // start costs tens of microseconds).
   const std::size_t panels = (g.m + kMr - 1) / kMr;
@@ -176,10 +237,36 @@ void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* o
 
 }  // namespace
 
+namespace detail {
+
+SeqMicro seq_micro() {
+  static const SeqMicro chosen = [] {
+    const Isa isa = active_isa();
+    if (isa == Isa::kAvx512)
+      if (PairKernel k = seq_kernel_avx512bf16()) return SeqMicro{.pairs = k, .name = "avx512bf16"};
+    if (isa != Isa::kGeneric)
+      if (SeqKernel k = seq_kernel_avx2()) return SeqMicro{.fp32 = k, .name = "avx2"};  // also AVX-512 without BF16
+    return SeqMicro{.fp32 = seq_kernel_generic(), .name = "generic"};
+  }();
+  return chosen;
+}
+
+void gemm_with(const GemmArgs& g, const GemmOptions& o, const SeqMicro& micro, std::span<float> out) {
+  check_gemm(g, o, std::as_bytes(out), out.size());
+  if (model_path(g, o).rows != nullptr || !vectorised(g, o))
+    throw std::invalid_argument("gemm_with: model " + model_name(o.model) +
+                                " with these scalings does not take the fp32_sequential/systolic fast path");
+  if ((micro.fp32 == nullptr) == (micro.pairs == nullptr))
+    throw std::invalid_argument("gemm_with: micro must set exactly one of fp32 and pairs");
+  run(g, o, out.data(), nullptr, &micro);
+}
+
+}  // namespace detail
+
 std::string_view gemm_path(const GemmArgs& g, const GemmOptions& o) {
   if (const detail::ModelPath p = model_path(g, o); p.rows != nullptr) return p.isa;
   if (!vectorised(g, o)) return "reference";
-  return pick_kernel() == detail::seq_kernel_generic() ? "generic" : "avx2";
+  return detail::seq_micro().name;
 }
 
 void gemm(const GemmArgs& g, const GemmOptions& o, std::span<float> out) {

@@ -1,0 +1,31 @@
+// Internal: which micro-kernel the fp32_sequential / systolic fast path runs (fast_gemm.cpp).
+// gemm() takes seq_micro(); tests and benchmarks name one to compare kernels in one process.
+// Not installed.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "fp8q/kernels/gemm.hpp"
+#include "isa/seq.hpp"
+#include "isa/seq_bf16.hpp"
+
+namespace fp8q::detail {
+
+// Exactly one of fp32 and pairs is set; the driver packs the operands that kernel reads.
+struct SeqMicro {
+  SeqKernel fp32 = nullptr;    // fp32 panels, kMr x kNr tiles (seq.hpp)
+  PairKernel pairs = nullptr;  // bf16 pair panels, kPairMr x kPairNr tiles (seq_bf16.hpp)
+  std::string_view name;       // gemm_path()'s name: "avx512bf16", "avx2" or "generic"
+};
+
+// The best kernel under active_isa(): AVX-512 BF16 where the CPU has it (FP8Q_ISA=avx512 or
+// unset), else AVX2 + FMA (FP8Q_ISA=avx2 reaches it on any AVX2 CPU), else the portable one.
+SeqMicro seq_micro();
+
+// gemm() on the fp32_sequential / systolic fast path with the given kernel (its name is not
+// checked: a test may pass its own emulation). Throws std::invalid_argument when these
+// arguments do not take that path, and for what gemm() rejects.
+void gemm_with(const GemmArgs& args, const GemmOptions& options, const SeqMicro& micro, std::span<float> out);
+
+}  // namespace fp8q::detail
