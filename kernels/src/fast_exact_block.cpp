@@ -103,8 +103,8 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
   const std::size_t blocks_max = kc_max / B;
   const std::size_t nc_max = std::max(kNr, kBBlockValues / kc_max / kNr * kNr);
 
-  // Under block scaling each 128-K segment is summed apart and folded in; otherwise the one
-  // segment accumulates straight into out (+0 + p = p, p never -0).
+  // Under block scaling each 128-K segment is summed apart (from +0) and folded into out, which
+  // starts at C0; otherwise the one segment accumulates straight into out from C0 (gemm.hpp).
   std::vector<float> partial(block_scaled(g) ? rows * N : 0);
   float* const accum = block_scaled(g) ? partial.data() : out;
   // When no two codes of these formats can span more than 53 bits in a block, every block is
@@ -118,7 +118,7 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
   std::vector<std::uint32_t> len(blocks_max);
   std::vector<int> len_log2(blocks_max);
   std::vector<std::uint8_t> mode(blocks_max, kXbDirect);
-  std::fill(out, out + rows * N, 0.0f);
+  start_rows(g, m0, rows, out);
   alignas(32) float tile[kMr * kNr];
 
   for (std::size_t nc0 = 0; nc0 < N; nc0 += nc_max) {
@@ -131,7 +131,7 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
           len[b] = static_cast<std::uint32_t>(std::min(B, kc - b * B));
           len_log2[b] = ceil_log2(len[b]);
         }
-        if (kc0 == s0)  // a segment's accumulator starts at +0
+        if (kc0 == s0 && block_scaled(g))  // a block-scaled segment's accumulator starts at +0
           for (std::size_t r = 0; r < rows; ++r) std::fill_n(&accum[r * N + nc0], ncl, 0.0f);
         // B block: panel p holds columns nc0 + p*kNr .. +kNr, k-major, zero padded, scaled
         for (std::size_t p = 0; p < npanels; ++p) {

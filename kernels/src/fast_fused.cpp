@@ -3,22 +3,32 @@
 // micro-kernel in integers (isa/fused.hpp), C carried from step to step in fp32.
 //
 // Structure of one output's K, as the reference walks it: segments (all of K, or 128-K blocks
-// under block scaling), each from +0; inside a segment, promotion periods of P products (or
-// one period), each restarting C from +0 and added into an fp32 accumulator when P is given;
-// inside a period, steps of n products from the period's start (the last may be shorter).
+// under block scaling), each from +0 and folded into out, which starts at the accumulator input
+// C0 (gemm.hpp); inside a segment, promotion periods of P products (or one period), each
+// restarting C from +0 and added into an fp32 accumulator (starting at C0 without block
+// scaling) when P is given; inside a period, steps of n products from the period's start (the
+// last may be shorter). Without block scaling or promotion the one period's C starts at C0:
+// the kernel takes C0 as the first step's carried C when it is +/-0 or 2^-100 <= |C0| < 2^126
+// (fused.hpp's range: E >= -100, no overflow); other C0 run the reference (fused_path). The
+// kernel sees -0 as +0; a step's sum is -0 only when C and every product are -0, so the driver
+// restores -0 where C0 = -0 and every product of the output is -0.
 //
 // Special values: the kernel sees NaN and Inf operands as zeros. A fused step with a NaN or
 // infinite product is NaN or infinite whatever its finite terms, that C carries the special
 // value to the end of the segment, and a promoted fp32 sum keeps it; so a segment's result is
 // the IEEE sum of its special products alone (NaN if any is NaN or both infinities occur,
 // otherwise that infinity) whenever it has one. The driver computes that sum from per-row and
-// per-column lists of special codes and replaces the segment's result with it.
+// per-column lists of special codes and replaces the segment's result with it (plus C0 when
+// the segment's accumulator starts at it: a finite C0 changes nothing, a special one is
+// possible only with promotion).
 //
 // Equal to the reference bit for bit for every thread count: every output is computed by one
 // thread in the reference's order, host fp32 operations run under the IEEE default
 // environment, and the kernel's arithmetic is exact (fused.hpp).
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <vector>
 
 #include "aligned_buffer.hpp"
@@ -71,6 +81,27 @@ std::pair<const std::uint32_t*, const std::uint32_t*> in_range(const std::vector
   return {list.data() + (b - list.begin()), list.data() + (e - list.begin())};
 }
 
+// Where C0 = -0 and the kernel's result is +0, the result is -0 when every product of the
+// output is -0 (a zero times a finite value of the other sign): each step then sums -0 terms.
+void restore_negative_zero(const GemmArgs& g, std::size_t m0, std::size_t rows, std::size_t n0, std::size_t n1,
+                           const std::array<CodeInfo, 256>& ia, const std::array<CodeInfo, 256>& ib, const float* c0,
+                           std::vector<float>& partial) {
+  auto negative = [](float x) { return std::signbit(x); };
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t n = n0; n < n1; ++n) {
+      float& d = partial[r * g.n + n];
+      const float c = c0[r * g.n + n];
+      if (!(c == 0.0f && negative(c) && d == 0.0f && !negative(d) && g.k > 0)) continue;
+      bool all = true;
+      for (std::size_t k = 0; k < g.k && all; ++k) {
+        const CodeInfo& x = ia[g.a.codes[(m0 + r) * g.k + k]];
+        const CodeInfo& y = ib[g.b.codes[k * g.n + n]];
+        all = !x.special && !y.special && (!x.nonzero || !y.nonzero) && negative(x.value) != negative(y.value);
+      }
+      if (all) d = -0.0f;
+    }
+}
+
 void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {
   ScopedDefaultFpEnv env;
   const FuKernel kernel = pick_kernel();
@@ -95,21 +126,26 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
   AlignedBuffer<std::int8_t> bm(kNc * slots_max);
   std::vector<std::uint32_t> len(steps_max);
   std::vector<std::size_t> first_k(steps_max), first_slot(steps_max), real_len(steps_max);
-  std::fill(out, out + rows * N, 0.0f);
+  start_rows(g, m0, rows, out);
+  // without block scaling the one segment's accumulator (promoted: partial; else: carry) starts
+  // at C0, which out holds until the segment is folded into it
+  const bool seeded = c_accumulates(g) && !block_scaled(g);
   alignas(32) float tile[kMr * kNr];
 
   for (std::size_t nc0 = 0; nc0 < N; nc0 += kNc) {
     const std::size_t ncl = std::min(kNc, N - nc0), npanels = (ncl + kNr - 1) / kNr;
-    auto fill_cols = [&](std::vector<float>& v) {
-      for (std::size_t r = 0; r < rows; ++r) std::fill_n(&v[r * N + nc0], ncl, 0.0f);
+    auto fill_cols = [&](std::vector<float>& v, bool from_c0) {
+      for (std::size_t r = 0; r < rows; ++r)
+        if (from_c0) std::copy_n(&out[r * N + nc0], ncl, &v[r * N + nc0]);
+        else std::fill_n(&v[r * N + nc0], ncl, 0.0f);
     };
     for (std::size_t s0 = 0; s0 < K; s0 += seg) {
       const std::size_t s1 = std::min(K, s0 + seg);
       const std::size_t period = o.model.promote > 0 ? static_cast<std::size_t>(o.model.promote) : s1 - s0;
-      fill_cols(partial);
+      fill_cols(partial, seeded && o.model.promote > 0);
       for (std::size_t p0 = s0; p0 < s1; p0 += period) {
         const std::size_t p1 = std::min(s1, p0 + period);
-        fill_cols(carry);  // C = +0 at the start of a period
+        fill_cols(carry, seeded && o.model.promote == 0);  // C = C0 or +0 at the start of a period
         for (std::size_t kc0 = p0; kc0 < p1; kc0 += kc_max) {
           const std::size_t kc = std::min(kc_max, p1 - kc0), nsteps = (kc + step - 1) / step;
           std::size_t slots = 0;
@@ -187,12 +223,13 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
           for (std::size_t n = nc0; n < nc0 + ncl; ++n) {
             const auto [ca, ce] = in_range(specials.cols[n], s0, s1);
             if (ra == re && ca == ce) continue;
-            float sp = 0.0f;
+            float sp = seeded ? out[r * N + n] : 0.0f;
             for (const std::uint32_t* k = ra; k != re; ++k) sp = sp + ia[g.a.codes[m * K + *k]].value * ib[g.b.codes[*k * N + n]].value;
             for (const std::uint32_t* k = ca; k != ce; ++k) sp = sp + ia[g.a.codes[m * K + *k]].value * ib[g.b.codes[*k * N + n]].value;
             partial[r * N + n] = sp;
           }
         }
+      if (seeded && o.model.promote == 0) restore_negative_zero(g, m0, rows, nc0, nc0 + ncl, ia, ib, out, partial);
       fold_segment(g, m0, rows, nc0, nc0 + ncl, s0 / seg, partial.data(), out);
     }
   }
@@ -201,8 +238,18 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
 
 }  // namespace
 
+// An accumulator input the kernel takes as the first step's C (see the top of this file).
+bool kernel_takes_c0(const GemmArgs& g, const GemmOptions& o) {
+  if (!c_accumulates(g) || block_scaled(g) || o.model.promote > 0) return true;
+  return std::all_of(g.c.begin(), g.c.end(), [](float c) {
+    const std::uint32_t field = (std::bit_cast<std::uint32_t>(c) >> 23) & 0xFF;  // 27: 2^-100, 252: 2^125
+    return c == 0.0f || (field >= 27 && field <= 252);
+  });
+}
+
 ModelPath fused_path(const GemmArgs& g, const GemmOptions& o) {
   if (o.model.kind != AccumKind::kFused || mx_scaled(g)) return {};
+  if (!kernel_takes_c0(g, o)) return {};
   // a step's integer sum: (n + 1) terms below 2^(f + 2) each must fit an int32
   const auto n = static_cast<std::uint64_t>(o.model.block);
   if ((n + 1) << (o.model.frac_bits + 2) > (std::uint64_t{1} << 31)) return {};

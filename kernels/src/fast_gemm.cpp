@@ -18,6 +18,7 @@
 #include "fp8q/numerics/fp_env.hpp"
 #include "fp8q/numerics/isa.hpp"
 #include "fp8q/numerics/parallel.hpp"
+#include "fold.hpp"
 #include "isa/seq.hpp"
 #include "isa/seq_bf16.hpp"
 #include "model_paths.hpp"
@@ -126,7 +127,12 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
   const std::size_t rows = m1 - m0, N = g.n, K = g.k, seg = segment_length(g, o);
   std::vector<float> partial(rows * N);
   std::vector<typename P::Word> ap(kMc * P::depth(kKc)), bp(kNc * P::depth(kKc));
-  std::fill(out, out + rows * N, 0.0f);
+  // out starts at C0 (C as the accumulator input, else +0): systolic tiles and block-scaled
+  // partials are folded into it; fp32_sequential on plain scaling has one segment, which the
+  // kernel starts at C0 itself (acc = C0 + p_0 + ... in k order) and which is copied to out.
+  detail::start_rows(g, m0, rows, out);
+  const bool one_sum = !detail::block_scaled(g) && o.model.kind == AccumKind::kFp32Sequential;
+  const bool seeded = one_sum && detail::c_accumulates(g);
   alignas(64) float tile_in[kMr * kNr], tile[kMr * kNr];
 
   for (std::size_t nc0 = 0; nc0 < N; nc0 += kNc) {
@@ -146,15 +152,17 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
               const std::size_t r0 = mc0 - m0 + ip * kMr, c0 = nc0 + jp * kNr;
               const std::size_t mr = std::min(kMr, rows - r0), nr = std::min(kNr, N - c0);
               float* dst = &partial[r0 * N + c0];
+              // the sum continues from the parked partial, or starts at C0 (seeded) or +0
+              const float* from = !first ? dst : seeded ? &out[r0 * N + c0] : nullptr;
               if (mr == kMr && nr == kNr) {  // a full tile works in place
-                kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], first ? nullptr : dst, N, dst, N);
+                kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], from, N, dst, N);
                 continue;
               }
-              if (!first) {  // an edge tile goes through a zero-padded copy
+              if (from != nullptr) {  // an edge tile goes through a zero-padded copy
                 std::fill(tile_in, tile_in + kMr * kNr, 0.0f);
-                for (std::size_t i = 0; i < mr; ++i) std::copy_n(dst + i * N, nr, &tile_in[i * kNr]);
+                for (std::size_t i = 0; i < mr; ++i) std::copy_n(from + i * N, nr, &tile_in[i * kNr]);
               }
-              kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], first ? nullptr : tile_in, kNr, tile, kNr);
+              kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], from == nullptr ? nullptr : tile_in, kNr, tile, kNr);
               for (std::size_t i = 0; i < mr; ++i) std::copy_n(&tile[i * kNr], nr, dst + i * N);
             }
         }
@@ -169,7 +177,7 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
             const float s = detail::block_scale_a(g, m0 + r, j) * detail::block_scale_b(g, j, n);
             d = d + p * s;
           } else {
-            d = d + p;  // systolic: psum = fp32(psum + t); one segment: +0 + acc = acc (never -0)
+            d = one_sum ? p : d + p;  // systolic: psum = fp32(psum + t) from psum = C0
           }
         }
     }
@@ -180,7 +188,7 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
       const std::size_t m = m0 + r;
       float d = out[r * N + n];
       if (!detail::block_scaled(g)) d = d * (detail::plain_scale_a(g, m) * detail::plain_scale_b(g, n));
-      if (!g.c.empty()) d = d + g.c[m * N + n];
+      if (detail::c_in_epilogue(g)) d = d + g.c[m * N + n];
       if (!g.bias.empty()) d = d + g.bias[n];
       out[r * N + n] = detail::canonical(d);
     }

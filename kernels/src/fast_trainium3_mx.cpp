@@ -7,7 +7,7 @@
 // layout a partition's 4 codes lie in one MX group of 32, so their products share one scale;
 // the path is taken only for format pairs whose products are multiples of a quantum q with
 // 4 * max|product| < 2^53 q, so the 4-product sum is exact in fp64, and so is its scaling by a
-// power of two (within fp64's range); t + s_p is formed exactly as a two-sum (r, e) and rounded
+// power of two (within fp64's range); PSUM starts at C0 and adds each t in fp32; t + s_p is formed exactly as a two-sum (r, e) and rounded
 // to odd at 53 bits (r moved one ulp toward e when e != 0 and r's last bit is even), which
 // rounds to fp32 as the exact sum does (53 >= 24 + 2); every operation runs under the IEEE
 // default environment. Threads split the rows.
@@ -83,7 +83,8 @@ void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1,
       for (std::size_t q = 0; q < kg; ++q) sa[q] = pow2_of(mx_a ? g.a.mx_scale[m * kg + q] : 127);
       for (std::size_t j0 = 0; j0 < nc; j0 += kNb) {
         const std::size_t nb = std::min(kNb, nc - j0);
-        std::array<float, kNb> psum{};
+        std::array<float, kNb> psum{};  // PSUM starts at the accumulator input C0 (gemm.hpp)
+        for (std::size_t j = 0; j < nb; ++j) psum[j] = accumulator_input(g, m, n0 + j0 + j);
         for (std::size_t k0 = 0; k0 < K; k0 += kInst) {
           std::array<float, kNb> t{};
           for (std::size_t p = 0; p < kParts && k0 + 4 * p < K; ++p) {
@@ -99,7 +100,7 @@ void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1,
         for (std::size_t j = 0; j < nb; ++j) {
           const std::size_t n = n0 + j0 + j;
           float d = psum[j];
-          if (!g.c.empty()) d = d + g.c[m * N + n];
+          if (c_in_epilogue(g)) d = d + g.c[m * N + n];
           if (!g.bias.empty()) d = d + g.bias[n];
           out[(m - m0) * N + n] = canonical(d);
         }

@@ -3,6 +3,7 @@
 // rounded one the reference computes in integers). Not installed.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include "operands.hpp"
@@ -12,7 +13,7 @@ namespace fp8q::detail {
 // A finished segment's partial sums p (the model over K, or over 128-K block j under block
 // scaling) folded into out, for rows [m0, m0 + rows) and columns [n0, n1):
 //   block scaling: out = fp32(out + fp32(p * fp32(scale_inv_a[m, j] * scale_inv_b[j, n / 128])))
-//   otherwise:     out = fp32(out + p)  (one segment: +0 + p = p; p is never -0)
+//   otherwise:     out = p  (the one segment is the whole model, its accumulator input included)
 // partial and out are row-major with N = g.n columns, row 0 = m0.
 inline void fold_segment(const GemmArgs& g, std::size_t m0, std::size_t rows, std::size_t n0, std::size_t n1,
                          std::size_t j, const float* partial, float* out) {
@@ -24,12 +25,22 @@ inline void fold_segment(const GemmArgs& g, std::size_t m0, std::size_t rows, st
         const float s = block_scale_a(g, m0 + r, j) * block_scale_b(g, j, n);
         d = d + p * s;
       } else {
-        d = d + p;
+        d = p;
       }
     }
 }
 
-// Plain scales, C, bias and the canonical NaN, for rows [m0, m0 + rows).
+// out = the accumulator input C0 (gemm.hpp: c[m, n] when C is the accumulator input, else +0),
+// for rows [m0, m0 + rows): where the model's (or, under block scaling, the partials') sum starts.
+inline void start_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, float* out) {
+  if (!c_accumulates(g)) {
+    std::fill(out, out + rows * g.n, 0.0f);
+    return;
+  }
+  std::copy_n(g.c.data() + m0 * g.n, rows * g.n, out);
+}
+
+// Plain scales, C (epilogue role), bias and the canonical NaN, for rows [m0, m0 + rows).
 inline void epilogue_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, float* out) {
   // without plain scales the factor is 1 * 1 and d * 1 = d: skipped
   auto plain = [](OperandScaling s) { return s == OperandScaling::kTensor || s == OperandScaling::kPerRow; };
@@ -39,7 +50,7 @@ inline void epilogue_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, f
       const std::size_t m = m0 + r;
       float d = out[r * g.n + n];
       if (scaled) d = d * (plain_scale_a(g, m) * plain_scale_b(g, n));
-      if (!g.c.empty()) d = d + g.c[m * g.n + n];
+      if (c_in_epilogue(g)) d = d + g.c[m * g.n + n];
       if (!g.bias.empty()) d = d + g.bias[n];
       out[r * g.n + n] = d != d ? canonical(d) : d;  // canonical NaN (the call only for NaNs)
     }

@@ -92,6 +92,8 @@ void check_gemm(const GemmArgs& g, const GemmOptions& o, std::span<const std::by
          ": an MX operand pairs with MX scales or none");
   const std::size_t mn = product(g.m, g.n, "output");
   if (!g.c.empty() && g.c.size() != mn) fail("c: " + std::to_string(g.c.size()) + " values, expected " + dims(g.m, g.n));
+  if (g.c_role != CRole::kEpilogue && g.c_role != CRole::kAccumulator)
+    fail("c_role: " + std::to_string(static_cast<int>(g.c_role)) + " is not a CRole (kEpilogue, kAccumulator)");
   if (!g.bias.empty() && g.bias.size() != g.n)
     fail("bias: " + std::to_string(g.bias.size()) + " values, expected N = " + std::to_string(g.n));
   if (out_size != mn) fail("output: " + std::to_string(out_size) + " elements, expected " + dims(g.m, g.n));
@@ -139,3 +141,15 @@ std::uint16_t to_bf16(float x) {
 }
 
 }  // namespace fp8q::detail
+
+namespace fp8q {
+
+std::string_view c_role_name(CRole r) { return r == CRole::kAccumulator ? "accumulator" : "epilogue"; }
+
+std::optional<CRole> parse_c_role(std::string_view name) {
+  if (name == "epilogue") return CRole::kEpilogue;
+  if (name == "accumulator") return CRole::kAccumulator;
+  return std::nullopt;
+}
+
+}  // namespace fp8q

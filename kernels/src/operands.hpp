@@ -24,6 +24,14 @@ inline bool mx_scaled(const GemmArgs& g) {
 }
 inline std::size_t k_blocks(const GemmArgs& g) { return (g.k + kScaleBlock - 1) / kScaleBlock; }
 
+// C's role for these arguments (an empty C has none), and the accumulator input C0 of output
+// (m, n): c[m, n] when C is the accumulator input, +0 otherwise (gemm.hpp).
+inline bool c_accumulates(const GemmArgs& g) { return !g.c.empty() && g.c_role == CRole::kAccumulator; }
+inline bool c_in_epilogue(const GemmArgs& g) { return !g.c.empty() && g.c_role == CRole::kEpilogue; }
+inline float accumulator_input(const GemmArgs& g, std::size_t m, std::size_t n) {
+  return c_accumulates(g) ? g.c[m * g.n + n] : 0.0f;
+}
+
 // The fp32 value of every code of a format (exact; NaN codes give NaN).
 std::array<float, 256> decode_table(FormatId f);
 

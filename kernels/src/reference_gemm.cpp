@@ -49,9 +49,10 @@ void reference_rows(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std
         }
         in = DotInput{.a = a, .b = b};
       }
+      const float c0 = accumulator_input(g, m, n);  // +0 unless C is the accumulator input
       float r;
       if (block_scaled(g)) {
-        r = 0.0f;
+        r = c0;  // the fp32 accumulator of the scaled partials starts at C0; each block from +0
         for (std::size_t j = 0; j < k_blocks(g); ++j) {
           const std::size_t k0 = j * kScaleBlock, len = std::min(kScaleBlock, g.k - k0);
           DotInput blk = in;
@@ -61,10 +62,11 @@ void reference_rows(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std
           r = add_f32_rne(r, mul_f32_rne(p, s));
         }
       } else {
+        in.c = c0;
         const float acc = reference_dot(o.model, in);
         r = mul_f32_rne(acc, mul_f32_rne(plain_scale_a(g, m), plain_scale_b(g, n)));
       }
-      if (!g.c.empty()) r = add_f32_rne(r, g.c[m * g.n + n]);
+      if (c_in_epilogue(g)) r = add_f32_rne(r, g.c[m * g.n + n]);
       if (!g.bias.empty()) r = add_f32_rne(r, g.bias[n]);
       out[(m - m0) * g.n + n] = canonical(r);
     }

@@ -242,14 +242,14 @@ class Products {
 };
 
 // ---- the models ---------------------------------------------------------------------------------
-float dot_fp32_sequential(const Products& p, std::size_t begin, std::size_t end) {
-  float acc = 0.0f;
+float dot_fp32_sequential(const Products& p, std::size_t begin, std::size_t end, float c) {
+  float acc = c;
   for (std::size_t k = begin; k < end; ++k) acc = add_rne(acc, p[k]);
   return acc;
 }
 
-float dot_exact_block(const Products& p, std::size_t block) {
-  float acc = 0.0f;
+float dot_exact_block(const Products& p, std::size_t block, float c) {
+  float acc = c;
   for (std::size_t j = 0; j < p.size(); j += block) {
     ExactSum s;
     for (std::size_t k = j; k < std::min(p.size(), j + block); ++k) s.add(p[k]);
@@ -258,10 +258,10 @@ float dot_exact_block(const Products& p, std::size_t block) {
   return acc;
 }
 
-float dot_systolic(const Products& p, std::size_t tile) {
-  float psum = 0.0f;
+float dot_systolic(const Products& p, std::size_t tile, float c) {
+  float psum = c;
   for (std::size_t j = 0; j < p.size(); j += tile)
-    psum = add_rne(psum, term_of(dot_fp32_sequential(p, j, std::min(p.size(), j + tile))));
+    psum = add_rne(psum, term_of(dot_fp32_sequential(p, j, std::min(p.size(), j + tile), 0.0f)));
   return psum;
 }
 
@@ -293,25 +293,30 @@ float fused_step(const Products& p, std::size_t begin, std::size_t end, float c,
   return s.round(layout, m.rounding);
 }
 
-float dot_fused(const Products& p, const AccumulationModel& m) {
+// Without promotion C_0 = c is the first step's carried C; with it, c starts the fp32
+// accumulator the promoted partials (each from +0) are added into.
+float dot_fused(const Products& p, const AccumulationModel& m, float c_in) {
   const Format layout{"fused", 8, m.frac_bits, 127, true, Specials::kIeee};  // fp32 with f mantissa bits
   const std::size_t n = static_cast<std::size_t>(m.block);
-  const std::size_t period = m.promote > 0 ? static_cast<std::size_t>(m.promote) : p.size() + 1;
-  float acc = 0.0f;
-  for (std::size_t j = 0; j < p.size() || j == 0; j += period) {
+  if (m.promote == 0) {
+    float c = c_in;
+    for (std::size_t s = 0; s < p.size(); s += n) c = fused_step(p, s, std::min(p.size(), s + n), c, layout, m);
+    return c;
+  }
+  const auto period = static_cast<std::size_t>(m.promote);
+  float acc = c_in;
+  for (std::size_t j = 0; j < p.size(); j += period) {
     const std::size_t stop = std::min(p.size(), j + period);
     float c = 0.0f;
     for (std::size_t s = j; s < stop; s += n) c = fused_step(p, s, std::min(stop, s + n), c, layout, m);
-    if (m.promote == 0) return c;
     acc = add_rne(acc, term_of(c));
-    if (p.size() == 0) break;
   }
   return acc;
 }
 
-float dot_trainium3_mx(const Products& p, const AccumulationModel& m) {
+float dot_trainium3_mx(const Products& p, const AccumulationModel& m, float c) {
   constexpr std::size_t kInst = kTrn3MxInstructionK, kParts = kInst / 4;
-  float psum = 0.0f;
+  float psum = c;
   for (std::size_t k0 = 0; k0 < p.size(); k0 += kInst) {
     float t = 0.0f;
     for (std::size_t part = 0; part < kParts; ++part) {
@@ -441,13 +446,15 @@ float reference_dot(const AccumulationModel& m, const DotInput& in) {
   const Products p(in);
   float r = 0.0f;
   switch (m.kind) {
-    case AccumKind::kFp32Sequential: r = dot_fp32_sequential(p, 0, p.size()); break;
-    case AccumKind::kExactBlock: r = dot_exact_block(p, static_cast<std::size_t>(m.block)); break;
-    case AccumKind::kSystolic: r = dot_systolic(p, static_cast<std::size_t>(m.block)); break;
-    case AccumKind::kFused: r = dot_fused(p, m); break;
-    case AccumKind::kTrainium3Mx: r = dot_trainium3_mx(p, m); break;
+    case AccumKind::kFp32Sequential: r = dot_fp32_sequential(p, 0, p.size(), in.c); break;
+    case AccumKind::kExactBlock: r = dot_exact_block(p, static_cast<std::size_t>(m.block), in.c); break;
+    case AccumKind::kSystolic: r = dot_systolic(p, static_cast<std::size_t>(m.block), in.c); break;
+    case AccumKind::kFused: r = dot_fused(p, m, in.c); break;
+    case AccumKind::kTrainium3Mx: r = dot_trainium3_mx(p, m, in.c); break;
   }
-  return r;
+  // a NaN C returned unchanged (K = 0) is made canonical like every other NaN result
+  const std::uint32_t u = bits_of(r);
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? float_of(kCanonicalNan) : r;
 }
 
 float add_f32_rne(float x, float y) { return add_rne(x, term_of(y)); }

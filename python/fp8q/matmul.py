@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Literal, Optional, Union
 
 import torch
 
@@ -28,6 +28,7 @@ from .formats import FormatLike, get, name_of, unpack_fp4
 from .quantized import QuantizedTensor
 
 Operand = Union[QuantizedTensor, torch.Tensor]
+CRole = Literal["epilogue", "accumulator"]
 
 # QuantizedTensor granularity -> the GEMM's scaling of A (quantized [M, K]) / of B^T ([N, K])
 _A_SCALING = {"tensor": "tensor", "row": "row", "block1x128": "block128", "mx": "mx"}
@@ -61,13 +62,19 @@ def matmul(
     a_format: Optional[FormatLike] = None,
     b_format: Optional[FormatLike] = None,
     trainium: bool = False,
+    c_role: CRole = "epilogue",
 ) -> torch.Tensor:
     """D = epilogue(A x B) for A [M, K] and B [K, N] codes (QuantizedTensors or raw codes).
 
     A may be quantized per tensor, per row or in 1x128 blocks (or MX); B per tensor, per column
-    or in 128x128 blocks (for MX B use ``linear``, which takes B^T). ``c`` (float32 [M, N]) and
-    ``bias`` (float32 [N]) are added after the scales; ``out_dtype`` float32 or bfloat16.
-    ``trainium=True`` runs the emulation of the Trainium instructions (same bits).
+    or in 128x128 blocks (for MX B use ``linear``, which takes B^T). ``bias`` (float32 [N]) is
+    added after the scales; ``out_dtype`` float32 or bfloat16. ``c`` (float32 [M, N]) has the
+    role ``c_role`` names: ``"epilogue"`` adds it after the scales (a GEMM's beta C);
+    ``"accumulator"`` makes it the accumulator input of the model, D = A B + C as an MMA
+    instruction (wgmma, a PSUM tile with accumulate) computes it, in the accumulator's units:
+    before the dequantization multiply; under block scaling it starts the sum of the scaled
+    partials (docs/numerics.md). ``trainium=True`` runs the emulation of the Trainium
+    instructions (same bits).
 
     Example:
         >>> import torch, fp8q
@@ -75,11 +82,18 @@ def matmul(
         >>> b = torch.tensor([[3.0], [4.0]]).to(torch.float8_e4m3fn)
         >>> fp8q.matmul(a, b, profile="trn3").tolist()
         [[11.0]]
+        >>> x = torch.tensor([[1.5, 0.75]]).to(torch.float8_e4m3fn)
+        >>> one = torch.ones(2, 1).to(torch.float8_e4m3fn)
+        >>> c = torch.tensor([[8192.0]])
+        >>> fp8q.matmul(x, one, profile="hopper", c=c, c_role="accumulator").tolist()  # aligned with 2^13
+        [[8193.0]]
+        >>> fp8q.matmul(x, one, profile="hopper", c=c).tolist()  # 2.25 + 8192
+        [[8194.25]]
     """
     ac, af, asc, ascale = _split(a, _A_SCALING, "a", a_format)
     bc, bf, bsc, bscale = _split(b, _B_SCALING, "b", b_format)
     return torch.ops.fp8q.matmul(
-        ac, bc, profile, af, bf, asc, ascale, bsc, bscale, c, bias, model or "", out_dtype, trainium
+        ac, bc, profile, af, bf, asc, ascale, bsc, bscale, c, bias, model or "", out_dtype, trainium, c_role
     )
 
 
@@ -102,8 +116,11 @@ def linear(
     x_format: Optional[FormatLike] = None,
     w_format: Optional[FormatLike] = None,
     trainium: bool = False,
+    c_role: CRole = "epilogue",
 ) -> torch.Tensor:
     """y = x W^T (+ bias) for x [M, K] and W [N, K], both quantized along K (any granularity).
+
+    ``c`` and ``c_role`` are as in ``matmul``.
 
     Example:
         >>> import torch, fp8q
@@ -116,7 +133,8 @@ def linear(
     wc, wf, wsc, wscale = _split(w, _BT_SCALING, "w", w_format)
     bc, bf = _transpose_codes(wc, wf or get(wc.dtype).name)
     return torch.ops.fp8q.matmul(
-        ac, bc, profile, af, bf, asc, ascale, wsc, _bt_scale(wscale, wsc), c, bias, model or "", out_dtype, trainium
+        ac, bc, profile, af, bf, asc, ascale, wsc, _bt_scale(wscale, wsc), c, bias, model or "", out_dtype, trainium,
+        c_role,
     )
 
 

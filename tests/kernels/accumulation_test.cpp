@@ -250,7 +250,7 @@ TEST(ModelRandom, EqualsIndependentOracle) {
         const DotInput d{.a = in.a, .b = in.b, .mx_scale_a = sa, .mx_scale_b = sb,
                          .emin_a = in.emin_a, .emin_b = in.emin_b};
         const std::string where = std::string(c.format->name) + " K=" + std::to_string(K) + " rep " + std::to_string(rep);
-        EXPECT_EQ(bits(reference_dot(M::fp32_sequential(), d)), bits(oracle::sequential(in, 0, K))) << where;
+        EXPECT_EQ(bits(reference_dot(M::fp32_sequential(), d)), bits(oracle::sequential(in, 0, K, in.c))) << where;
         for (int B : {1, 5, 32})
           EXPECT_EQ(bits(reference_dot(M::exact_block(B), d)), bits(oracle::exact_block(in, B))) << where << " B=" << B;
         for (int T : {3, 128, 256})

@@ -109,6 +109,30 @@ TEST_P(HopperData, NearbyModelsFail) {
   EXPECT_GT(plain, 100);
 }
 
+// The vectors hold C = 0 only, so they pin where C enters only through C = +0 (the test above:
+// DotInput::c defaults to +0). What they do support is the chain an instruction sequence forms:
+// two wgmma with K = 32, the second taking the first's D (here the measured H100 result) as C,
+// are the K = 64 fused dot, and an explicit accumulator input C = +0 changes no sample.
+TEST_P(HopperData, MeasuredResultAsAccumulatorInputChains) {
+  const Samples s = load(tag());
+  const Format& f = *GetParam();
+  int bad = 0;
+  for (std::size_t i = 0; i + 1 < s.d.size(); i += 2) {
+    const float d0 = float_of(s.d[i]);
+    const float chained = reference_dot(AccumulationModel::hopper(),
+                                        {.a = s.a[i + 1], .b = s.b[i + 1], .emin_a = f.emin(), .emin_b = f.emin(), .c = d0});
+    std::vector<float> a = s.a[i], b = s.b[i];
+    a.insert(a.end(), s.a[i + 1].begin(), s.a[i + 1].end());
+    b.insert(b.end(), s.b[i + 1].begin(), s.b[i + 1].end());
+    const float whole = reference_dot(AccumulationModel::hopper(), {.a = a, .b = b, .emin_a = f.emin(), .emin_b = f.emin()});
+    bad += bits_of(chained) != bits_of(whole) ? 1 : 0;
+    const float explicit_zero =
+        reference_dot(AccumulationModel::hopper(), {.a = s.a[i], .b = s.b[i], .emin_a = f.emin(), .emin_b = f.emin(), .c = 0.0f});
+    bad += bits_of(explicit_zero) != s.d[i] ? 1 : 0;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, HopperData, ::testing::Values(&kE4M3FN, &kE5M2),
                          [](const auto& info) { return std::string(info.param->name); });
 

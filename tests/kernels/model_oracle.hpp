@@ -46,18 +46,19 @@ struct Input {
   std::vector<float> a, b;
   std::vector<int> scale_exp;  // per group of 32, e_a + e_b; empty: 0
   int emin_a = -126, emin_b = -126;
+  float c = 0.0f;  // the accumulator input (fused: a multiple of 2^-kFix below 2^(126 - kFix))
   int e(std::size_t k) const { return scale_exp.empty() ? 0 : scale_exp[k / 32]; }
   float p(std::size_t k) const { return std::ldexp(a[k] * b[k], e(k)); }  // exact in fp32 here
 };
 
-inline float sequential(const Input& in, std::size_t begin, std::size_t end) {
-  float acc = 0.0f;
+inline float sequential(const Input& in, std::size_t begin, std::size_t end, float start) {
+  float acc = start;
   for (std::size_t k = begin; k < end; ++k) acc += in.p(k);
   return acc;
 }
 
 inline float exact_block(const Input& in, std::size_t block) {
-  float acc = 0.0f;
+  float acc = in.c;
   for (std::size_t j = 0; j < in.a.size(); j += block) {
     i128 s = 0;
     for (std::size_t k = j; k < std::min(in.a.size(), j + block); ++k) s += fixed_product(in.a[k], in.b[k], in.e(k));
@@ -67,18 +68,18 @@ inline float exact_block(const Input& in, std::size_t block) {
 }
 
 inline float systolic(const Input& in, std::size_t tile) {
-  float psum = 0.0f;
-  for (std::size_t j = 0; j < in.a.size(); j += tile) psum += sequential(in, j, std::min(in.a.size(), j + tile));
+  float psum = in.c;
+  for (std::size_t j = 0; j < in.a.size(); j += tile) psum += sequential(in, j, std::min(in.a.size(), j + tile), 0.0f);
   return psum;
 }
 
 // Exponent of a nonzero operand as the fused model sees it.
 inline int op_exp(float x, int emin) { return std::max(std::ilogb(x), emin); }
 
-// fused(n, f, rtz or rne), no promotion: C and the products of each step, truncated to
+// fused(n, f, rtz or rne), no promotion, from C = in.c: C and the products of each step, truncated to
 // multiples of 2^(E - f), summed exactly, then rounded to f + 1 significant bits.
 inline float fused(const Input& in, std::size_t n, int f, bool nearest) {
-  float c = 0.0f;
+  float c = in.c;
   for (std::size_t s = 0; s < in.a.size(); s += n) {
     const std::size_t stop = std::min(in.a.size(), s + n);
     bool any = c != 0.0f;
@@ -111,7 +112,7 @@ inline float fused(const Input& in, std::size_t n, int f, bool nearest) {
 
 // trainium3_mx with the default assumptions: t = fp32(t + exact partition sum), one rounding.
 inline float trainium3_mx(const Input& in, bool wrapx) {
-  float psum = 0.0f;
+  float psum = in.c;
   const std::size_t K = in.a.size();
   for (std::size_t k0 = 0; k0 < K; k0 += 512) {
     float t = 0.0f;

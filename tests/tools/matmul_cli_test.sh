@@ -152,6 +152,10 @@ if sys.argv[1] == 'make':
     json.dump([[str(x) for x in row] for row in D], open(sys.argv[3] + '.json', 'w'))
 elif sys.argv[1] == 'check':
     check(sys.argv[2], sys.argv[3], len(sys.argv) > 4)
+elif sys.argv[1] == 'dhex':  # dhex OUT: d's bytes in hex, then its __metadata__ fp8q.c_role
+    header, data = read(sys.argv[2])
+    b, e = header['d']['data_offsets']
+    print(data[b:e].hex(), header.get('__metadata__', {}).get('fp8q.c_role', '-'))
 elif sys.argv[1] == 'raw':  # raw OUT NAME:DTYPE:SHAPE:HEXBYTES ... [meta=KEY=VALUE]
     t, meta = [], {}
     for spec in sys.argv[3:]:
@@ -196,8 +200,28 @@ ok "per-row a, per-row bt on hopper" rowcol.st hopper
 mk u8_meta_block blk.st 5
 ok "U8 e4m3 (fp8q.elem.a), 1x128 / 128x128 blocks on trn2" blk.st trn2
 
-# ---- errors: exit 2, the tensor named, no output ----------------------------------------------------
+# ---- --c-role: c as an epilogue term or as the accumulator input -------------------------------------
 raw() { "$py" "$tmp/st.py" raw "$tmp/$1" "${@:2}"; }
+# a = [1.5, 0.75], b = [1, 1]^T (e4m3fn), c = 8192. Hopper's fused:32:13:rtz with c as the
+# accumulator input aligns the products with 2^13 (quantum 1): 8192 + 1 + 0 = 8193 (0x46000400);
+# as an epilogue term c is added to the rounded 2.25: 8194.25 (0x46000900).
+raw crole.st a:F8_E4M3:1x2:3c34 b:F8_E4M3:2x1:3838 c:F32:1x1:00000046
+crole() {  # crole NAME WANT_HEX WANT_META [args...]
+  local name="$1" want="$2 $3"
+  shift 3
+  check "$name" 0 '' -- "$fp8q" matmul "$tmp/crole.st" "$tmp/crole.out" --profile hopper "$@"
+  expect "$name: d = $want" test "$("$py" "$tmp/st.py" dhex "$tmp/crole.out")" = "$want"
+  rm -f "$tmp/crole.out"
+}
+crole "c-role default is epilogue" 00090046 epilogue
+crole "c-role epilogue" 00090046 epilogue --c-role epilogue
+crole "c-role accumulator" 00040046 accumulator --c-role accumulator
+crole "c-role accumulator, 3 threads" 00040046 accumulator --c-role accumulator --threads 3
+crole "c-role accumulator, fp32_sequential" 00090046 accumulator --c-role accumulator --model fp32_sequential
+check "matmul --help names --c-role" 0 '' -- "$fp8q" matmul --help
+expect "matmul --help describes --c-role" grep -q -- "--c-role.*accumulator" "$tmp/out"
+
+# ---- errors: exit 2, the tensor named, no output ----------------------------------------------------
 bad() {  # bad NAME REGEX IN [args...]
   local name="$1" pattern="$2" in="$3"
   shift 3
@@ -245,6 +269,8 @@ bad "unknown model" "--model: 'sequential'" ok.st --profile fp32 --model sequent
 bad "bad model parameter" "--model: .*frac_bits" ok.st --profile fp32 --model fused:32:40:rtz
 bad "bad out dtype" "--out-dtype: 'f16'" ok.st --profile fp32 --out-dtype f16
 bad "threads 0" "--threads" ok.st --profile fp32 --threads 0
+bad "unknown c role" "--c-role: 'beta' is not one of epilogue accumulator" ok.st --profile fp32 --c-role beta
+bad "accumulator role without c" "--c-role accumulator: input .* has no tensor 'c'" ok.st --profile fp32 --c-role accumulator
 raw fn.st a:F8_E4M3:2x3:383838383838 b:F8_E4M3:3x1:383838
 bad "format the profile lacks" "profile trn2: a is e4m3fn, not a matmul format of trn2" fn.st --profile trn2
 cp "$tmp/ok.st" "$tmp/ok.copy"

@@ -29,7 +29,7 @@ namespace ck = fp8q::checkpoint;
 using Shape = std::vector<std::uint64_t>;
 
 struct MatmulArgs {
-  std::string in, out, profile, model, out_dtype = "f32";
+  std::string in, out, profile, model, out_dtype = "f32", c_role = "epilogue";
   int threads = 1;
 };
 
@@ -177,11 +177,11 @@ struct Operands {
   std::vector<float> inv_a, inv_b, c, bias;
   std::vector<std::uint8_t> mx_a, mx_b;
 
-  GemmArgs args() const {
+  GemmArgs args(CRole c_role) const {
     return {.m = m, .n = n, .k = k,
             .a = {.format = fa, .codes = a, .scaling = sa, .scale_inv = inv_a, .mx_scale = mx_a},
             .b = {.format = fb, .codes = b, .scaling = sb, .scale_inv = inv_b, .mx_scale = mx_b},
-            .c = c, .bias = bias};
+            .c = c, .bias = bias, .c_role = c_role};
   }
 };
 
@@ -301,6 +301,8 @@ void run_matmul(const MatmulArgs& a) {
   if (!pid) throw UsageError("--profile: '" + a.profile + "' is not one of trn2 trn3 ocp hopper fp32");
   if (a.out_dtype != "f32" && a.out_dtype != "bf16") throw UsageError("--out-dtype: '" + a.out_dtype + "' is not one of f32 bf16");
   if (a.threads < 1) throw UsageError("--threads: must be at least 1, got " + std::to_string(a.threads));
+  const std::optional<CRole> c_role = parse_c_role(a.c_role);
+  if (!c_role) throw UsageError("--c-role: '" + a.c_role + "' is not one of epilogue accumulator");
   std::optional<AccumulationModel> model;
   if (!a.model.empty()) {
     try {
@@ -319,7 +321,9 @@ void run_matmul(const MatmulArgs& a) {
 
   const Input in(a.in);
   const Operands op = load(in);
-  const GemmArgs g = op.args();
+  if (*c_role == CRole::kAccumulator && op.c.empty())
+    throw UsageError("--c-role accumulator: input '" + a.in + "' has no tensor 'c' (the accumulator input, [M, N] F32)");
+  const GemmArgs g = op.args(*c_role);
   // the profile's and the GEMM's checks speak of operands a and b: say which file, and which
   // tensor of it b is
   const std::string b_name = in.find("b") != nullptr ? "b" : "bt (transposed)";
@@ -346,7 +350,8 @@ void run_matmul(const MatmulArgs& a) {
     bytes = std::as_bytes(std::span(d32));
   }
   const ck::TensorData d{{"d", bf16 ? ck::DType::kBF16 : ck::DType::kF32, {op.m, op.n}}, bytes};
-  const std::map<std::string, std::string> meta = {{"fp8q.profile", a.profile}, {"fp8q.model", model_name(o.model)}};
+  std::map<std::string, std::string> meta = {{"fp8q.profile", a.profile}, {"fp8q.model", model_name(o.model)}};
+  if (!op.c.empty()) meta["fp8q.c_role"] = std::string(c_role_name(*c_role));
   ck::write_file(a.out, std::span(&d, 1), meta);
 }
 
@@ -361,6 +366,11 @@ void add_matmul(CLI::App& app) {
   c->add_option("--model", m->model, "Override the accumulation model, e.g. fused:32:13:rtz, systolic:128, exact_block:32");
   c->add_option("--out-dtype", m->out_dtype, "Output dtype: f32 bf16")->capture_default_str();
   c->add_option("--threads", m->threads, "Worker threads (results do not depend on it)")->capture_default_str();
+  c->add_option("--c-role", m->c_role,
+                "What c is: epilogue (D = scales * (A x B) + c, a GEMM's beta C) or accumulator (the "
+                "model's accumulator starts at c, as an MMA instruction's D = A B + C; c is in the "
+                "accumulator's units, before the dequantization multiply)")
+      ->capture_default_str();
   c->callback([m] { run_matmul(*m); });
 }
 

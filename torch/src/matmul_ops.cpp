@@ -67,7 +67,7 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
                   std::string_view b_format, std::string_view a_scaling, const std::optional<at::Tensor>& a_scale,
                   std::string_view b_scaling, const std::optional<at::Tensor>& b_scale,
                   const std::optional<at::Tensor>& c, const std::optional<at::Tensor>& bias, std::string_view model,
-                  at::ScalarType out_dtype, bool trainium) {
+                  at::ScalarType out_dtype, bool trainium, std::string_view c_role) {
   return guarded("matmul", [&] {
     check_tensor(a, "a");
     check_tensor(b, "b");
@@ -94,6 +94,10 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
                         "' (e.g. fp32_sequential, exact_block:32, systolic:128, fused:32:13:rtz, trainium3_mx:wrapx)");
     }
     const OperandScaling sa = parse_scaling(a_scaling, "a_scaling"), sb = parse_scaling(b_scaling, "b_scaling");
+    const std::optional<CRole> role = parse_c_role(c_role);
+    TORCH_CHECK_VALUE(role.has_value(), "c_role: unknown '", std::string(c_role), "' (one of: epilogue accumulator)");
+    TORCH_CHECK_VALUE(*role == CRole::kEpilogue || c.has_value(),
+                      "c_role: 'accumulator' needs c (the accumulator input, float32 [M, N])");
     Operand oa, ob;
     const auto kt = ceil_div(k, 128), kx = ceil_div(k, 32);
     const auto want = [&](OperandScaling s, bool is_a) -> std::vector<std::int64_t> {
@@ -127,7 +131,7 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
     if (bias) bv = f32(*bias);
     const GemmArgs args{.m = static_cast<std::size_t>(m), .n = static_cast<std::size_t>(n),
                         .k = static_cast<std::size_t>(k), .a = oa.view(fa, sa), .b = ob.view(fb, sb), .c = cv,
-                        .bias = bv};
+                        .bias = bv, .c_role = *role};
     const GemmOptions opts = gemm_options(device_profile(*pid), args, override, threads());
     if (out_dtype == at::kFloat) {
       trainium ? trn::gemm_trainium(args, opts, mutable_f32(out)) : gemm(args, opts, mutable_f32(out));

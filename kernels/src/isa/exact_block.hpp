@@ -28,7 +28,9 @@
 //
 // Special values need no separate path: a NaN or infinite product makes the fp64 sum NaN or
 // infinite exactly as the definition says (Inf - Inf and Inf * 0 are NaN), and finite sums
-// stay below 2^(33 + 5 + 254) << 2^1024. All arithmetic is under the caller-independent FP
+// stay below 2^(33 + 5 + 254) << 2^1024. Every fp64 sum starts at -0 (-0 + x = x for every x),
+// so a block whose products are all -0 sums to -0, as the exact sum does: an accumulator that
+// starts at an accumulator input C = -0 stays -0 (gemm.hpp). All arithmetic is under the caller-independent FP
 // environment the driver sets (ScopedDefaultFpEnv).
 #pragma once
 

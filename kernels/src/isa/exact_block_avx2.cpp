@@ -26,7 +26,8 @@ inline void add_row(float* acc, __m256d lo, __m256d hi) {
 // live ymm, GCC spilled an accumulator and the loop ran at half speed).
 inline __attribute__((always_inline)) void direct_block(std::size_t n, const double* ap, const double* bp, float* acc,
                                                         std::size_t ld) {
-  __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  // sums start at -0: -0 + x = x, and -0 stays only when every product is -0 (the exact sum's sign)
+  __m256d c00 = _mm256_set1_pd(-0.0), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (std::size_t k = 0; k < n; ++k, ap += kXbMr, bp += kXbNr) {
     const __m256d b0 = _mm256_loadu_pd(bp), b1 = _mm256_loadu_pd(bp + 4);
@@ -70,9 +71,10 @@ inline __m256d round_to_odd_sum(__m256d hi, __m256d lo) {
 // Two exact fp64 sums per output, split by |p| >= thr; one row at a time (4 accumulators).
 __attribute__((noinline)) void split_block(std::size_t n, const double* ap, const double* bp, const double* thr, float* acc, std::size_t ld) {
   const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+  const __m256d neg_zero = _mm256_set1_pd(-0.0);  // the start and the filler: keeps an all -0 sum -0
   for (std::size_t i = 0; i < kXbMr; ++i) {
     const __m256d t0 = _mm256_loadu_pd(thr + i * kXbNr), t1 = _mm256_loadu_pd(thr + i * kXbNr + 4);
-    __m256d hi0 = _mm256_setzero_pd(), hi1 = hi0, lo0 = hi0, lo1 = hi0;
+    __m256d hi0 = neg_zero, hi1 = hi0, lo0 = hi0, lo1 = hi0;
     for (std::size_t k = 0; k < n; ++k) {
       const __m256d a = _mm256_broadcast_sd(ap + k * kXbMr + i);
       const __m256d p0 = _mm256_mul_pd(a, _mm256_loadu_pd(bp + k * kXbNr));
@@ -80,8 +82,8 @@ __attribute__((noinline)) void split_block(std::size_t n, const double* ap, cons
       // ordered compare: a NaN product (or a NaN threshold) goes to lo
       const __m256d m0 = _mm256_cmp_pd(_mm256_and_pd(p0, abs_mask), t0, _CMP_GE_OQ);
       const __m256d m1 = _mm256_cmp_pd(_mm256_and_pd(p1, abs_mask), t1, _CMP_GE_OQ);
-      hi0 = _mm256_add_pd(hi0, _mm256_and_pd(m0, p0)), lo0 = _mm256_add_pd(lo0, _mm256_andnot_pd(m0, p0));
-      hi1 = _mm256_add_pd(hi1, _mm256_and_pd(m1, p1)), lo1 = _mm256_add_pd(lo1, _mm256_andnot_pd(m1, p1));
+      hi0 = _mm256_add_pd(hi0, _mm256_blendv_pd(neg_zero, p0, m0)), lo0 = _mm256_add_pd(lo0, _mm256_blendv_pd(p0, neg_zero, m0));
+      hi1 = _mm256_add_pd(hi1, _mm256_blendv_pd(neg_zero, p1, m1)), lo1 = _mm256_add_pd(lo1, _mm256_blendv_pd(p1, neg_zero, m1));
     }
     add_row(acc + i * ld, round_to_odd_sum(hi0, lo0), round_to_odd_sum(hi1, lo1));
   }

@@ -40,12 +40,12 @@ void kernel(const XbTile& t) {
       for (std::size_t j = 0; j < kXbNr; ++j) {
         float r;
         if (t.mode[blk] == kXbDirect) {
-          double s = 0.0;
+          double s = -0.0;  // -0 + x = x; -0 stays only when every product is -0, as in the exact sum
           for (std::size_t k = 0; k < n; ++k) s = s + ap[k * kXbMr + i] * bp[k * kXbNr + j];
           r = static_cast<float>(s);  // the exact sum, rounded once (nearest-even)
         } else {
           const double thr = t.thr[(blk * kXbMr + i) * kXbNr + j];
-          double hi = 0.0, lo = 0.0;
+          double hi = -0.0, lo = -0.0;
           for (std::size_t k = 0; k < n; ++k) {
             const double p = ap[k * kXbMr + i] * bp[k * kXbNr + j];
             if ((p < 0.0 ? -p : p) >= thr) hi = hi + p;

@@ -15,8 +15,11 @@
 //   - |p| < 2^(e_a + 1) * 2^(e_b + 1) <= 2^(E + 2), so p * 2^(f - E) < 2^(f + 2) is a power-of-two
 //     scaling of a normal number into the normal range: exact, and vcvttps2dq (cvtt) truncates
 //     it toward zero into an int32;
-//   - C (a value with <= f + 1 significant bits, at least 2^(E' - f) >= 2^-57 when nonzero)
-//     scales the same way: |C| < 2^(e_C + 1) <= 2^(E + 1);
+//   - C (a value with <= f + 1 significant bits, at least 2^(E' - f) >= 2^-57 when nonzero, or
+//     the accumulator input C0 of the first step: any fp32 value with 2^-100 <= |C0| < 2^126,
+//     or 0, which the driver checks) scales the same way: |C| < 2^(e_C + 1) <= 2^(E + 1), with
+//     -100 <= E <= 126 (a rounding up may reach 2^126), so 2^(f - E) and 2^(E - f) are normal
+//     for 1 <= f <= 23; a step's result stays below 2^127 (no overflow);
 //   - |S| < (n + 1) * 2^(f + 2) <= 2^31 (the driver's condition) fits an int32, converts to
 //     fp64 exactly, is rounded there on its bits, and the result (<= 24 bits) converts to fp32
 //     exactly; times 2^(E - f) it is a normal fp32 number (E >= -100 is forced when every

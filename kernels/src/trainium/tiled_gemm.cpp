@@ -231,9 +231,10 @@ Plan plan(const GemmArgs& g, const GemmOptions& o) {
   return pl;
 }
 
-// PSUM for rows [m0, m0 + mr) x columns [n0, n0 + nr) of one segment.
+// PSUM for rows [m0, m0 + mr) x columns [n0, n0 + nr) of one segment; with `onto` the first
+// instruction accumulates into the values psum holds (the accumulator input), else it starts it.
 void run_segment(const Plan& pl, const GemmArgs& g, const GemmOptions& o, const Segment& s, std::size_t m0,
-                 std::size_t mr, std::size_t n0, std::size_t nr, std::span<float> psum) {
+                 std::size_t mr, std::size_t n0, std::size_t nr, std::span<float> psum, bool onto) {
   const Psum dst{mr, nr, psum};
   if (pl.instr == Instr::kMx) {
     const trn3::X4Type ta = *x4_type_of(g.a.format), tb = *x4_type_of(g.b.format);
@@ -245,7 +246,7 @@ void run_segment(const Plan& pl, const GemmArgs& g, const GemmOptions& o, const 
       const X4Tile mv{tb, trn3::kPartitions, nr, T * g.n, std::span(s.b.data).subspan(ob * xb)};
       const ScaleTile sst{T * g.m, std::span(s.a.scales).subspan(oa)};
       const ScaleTile smv{T * g.n, std::span(s.b.scales).subspan(ob)};
-      nc_matmul_mx(dst, st, sst, mv, smv, o.model.trn3, t > 0);
+      nc_matmul_mx(dst, st, sst, mv, smv, o.model.trn3, onto || t > 0);
     }
     return;
   }
@@ -257,7 +258,7 @@ void run_segment(const Plan& pl, const GemmArgs& g, const GemmOptions& o, const 
     const std::size_t np = std::min(kPartitions, parts - p0);
     const Tile st{fa, np, mr, g.m, std::span(s.a.data).subspan(((p0 * g.m) + m0) * rows * eb)};
     const Tile mv{fb, np, nr, g.n, std::span(s.b.data).subspan(((p0 * g.n) + n0) * rows * eb)};
-    nc_matmul(dst, st, mv, rows == 2 ? PerfMode::kDoubleRow : PerfMode::kNone, p0 > 0);
+    nc_matmul(dst, st, mv, rows == 2 ? PerfMode::kDoubleRow : PerfMode::kNone, onto || p0 > 0);
   }
 }
 
@@ -270,11 +271,17 @@ void tiled_rows(const Plan& pl, const GemmArgs& g, const GemmOptions& o, std::si
   for (std::size_t m0 = m_begin; m0 < m_end; m0 += kMaxStationaryFree)
     for (std::size_t n0 = 0; n0 < g.n; n0 += kMaxMovingFree) {
       const std::size_t mr = std::min(kMaxStationaryFree, m_end - m0), nr = std::min(kMaxMovingFree, g.n - n0);
-      // acc: the model's result (plain: one PSUM over all K; block: the scaled partials summed)
-      std::vector<float> acc(mr * nr, 0.0f);
+      // acc: the model's result (plain: one PSUM over all K; block: the scaled partials summed),
+      // from the accumulator input C0: plain, the PSUM tile holds C0 and every instruction
+      // accumulates into it (accumulate=True); block, the scaled partials are added to C0
+      std::vector<float> acc(mr * nr);
+      for (std::size_t i = 0; i < mr; ++i)
+        for (std::size_t c = 0; c < nr; ++c) acc[i * nr + c] = d::accumulator_input(g, m0 + i, n0 + c);
       for (std::size_t j = 0; j < pl.segments.size(); ++j) {
-        psum.assign(mr * nr, 0.0f);
-        run_segment(pl, g, o, pl.segments[j], m0, mr, n0, nr, psum);
+        const bool onto = !block && d::c_accumulates(g);
+        if (onto) psum = acc;
+        else psum.assign(mr * nr, 0.0f);
+        run_segment(pl, g, o, pl.segments[j], m0, mr, n0, nr, psum, onto);
         for (std::size_t i = 0; i < mr; ++i)
           for (std::size_t c = 0; c < nr; ++c) {
             float& a = acc[i * nr + c];
@@ -288,7 +295,7 @@ void tiled_rows(const Plan& pl, const GemmArgs& g, const GemmOptions& o, std::si
           const std::size_t m = m0 + i, n = n0 + c;
           float r = acc[i * nr + c];
           if (!block) r = mul_f32_rne(r, mul_f32_rne(d::plain_scale_a(g, m), d::plain_scale_b(g, n)));
-          if (!g.c.empty()) r = add_f32_rne(r, g.c[m * g.n + n]);
+          if (d::c_in_epilogue(g)) r = add_f32_rne(r, g.c[m * g.n + n]);
           if (!g.bias.empty()) r = add_f32_rne(r, g.bias[n]);
           out[(m - m_begin) * g.n + n] = d::canonical(r);
         }

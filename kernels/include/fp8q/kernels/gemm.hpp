@@ -1,4 +1,4 @@
-// fp8q/kernels/gemm.hpp: the quantized GEMM D = epilogue(A x B) (DESIGN section 6).
+// fp8q/kernels/gemm.hpp: the quantized GEMM D = epilogue(A x B + C) (DESIGN section 6).
 //
 // A is M x K codes, B is K x N codes, both row-major, one byte per code (fp6/fp4 in the low
 // bits). Decoded values are exact in fp32; the accumulation model (numerics/accumulation.hpp)
@@ -6,20 +6,28 @@
 // apply to output (m, n):
 //
 //   plain scaling (none / tensor / per row of A, per column of B):
-//     acc = model(a[m, :], b[:, n]);       out = fp32(acc * fp32(scale_inv_a * scale_inv_b))
+//     acc = model(a[m, :], b[:, n], from C0); out = fp32(acc * fp32(scale_inv_a * scale_inv_b))
 //   block scaling (A: 1 x 128 blocks along K; B: 128 x 128 blocks), DeepSeek-V3 style:
-//     out = +0; for each K block j of 128: p_j = model(the block's products, from +0);
+//     out = C0; for each K block j of 128: p_j = model(the block's products, from +0);
 //     out = fp32(out + fp32(p_j * fp32(scale_inv_a[m, j] * scale_inv_b[j, n / 128])))
 //   MX (E8M0 scale per 32 consecutive K, on A, B or both): the scales are inside the model
 //     (each product times 2^(e_a + e_b)); out = acc.
-// then out = fp32(out + c[m, n]) when C is given, out = fp32(out + bias[n]) when a bias is
-// given; a NaN is the canonical 0x7FC00000; a bf16 output is that fp32 rounded to
+// C has one of two roles (CRole). kEpilogue (the default; a GEMM's beta C, beta = 1): C0 = +0
+// and out = fp32(out + c[m, n]) after the scales. kAccumulator (an MMA instruction's
+// D = A B + C: wgmma, mma.sync, a PSUM tile matmul'ed into with accumulate=True): C0 = c[m, n]
+// is the accumulator input, where the model starts its sum (numerics/accumulation.hpp:
+// `DotInput::c`), so C is in the accumulator's units: under plain scaling before the
+// dequantization multiply (the multiply scales C too), under block scaling the start of the
+// fp32 out accumulator the scaled partials are added into, under MX the model's own start.
+// Then out = fp32(out + bias[n]) when a bias is given; a NaN is the canonical 0x7FC00000; a
+// bf16 output is that fp32 rounded to
 // nearest-even (NaN 0x7FC0). Every fp32 operation is IEEE nearest-even with subnormals,
 // whatever the caller's FP environment.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -46,12 +54,24 @@ struct GemmOperand {
   std::span<const std::uint8_t> mx_scale{};  // kMx32
 };
 
+// Where C enters the result (see the definition above). An enum, not a bool, so that a call
+// names the role and the CLI and Python spell it the same way ("epilogue", "accumulator").
+enum class CRole : std::uint8_t {
+  kEpilogue,     // out = fp32(out + c) after the scales (GEMM semantics)
+  kAccumulator,  // the model's accumulator starts at c (MMA instruction semantics)
+};
+
 struct GemmArgs {
   std::size_t m = 0, n = 0, k = 0;
   GemmOperand a, b;
   std::span<const float> c{};     // empty, or M x N row-major
   std::span<const float> bias{};  // empty, or N
+  CRole c_role = CRole::kEpilogue;  // with an empty c either role is C = +0: no term at all
 };
+
+// "epilogue" / "accumulator"; parse_c_role returns std::nullopt for any other name.
+std::string_view c_role_name(CRole r);
+std::optional<CRole> parse_c_role(std::string_view name);
 
 struct GemmOptions {
   AccumulationModel model{};
@@ -70,7 +90,11 @@ void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<
 // The fast path: equal to gemm_reference bit for bit, for every shape, thread count and ISA
 // (fp32_sequential and systolic on plain or block scaling, exact_block on plain, block or MX
 // scaling with B dividing 32 and blocks of at most 4096 products, and fused without MX have
-// vectorised kernels; other models run the reference, split across threads). The same checks.
+// vectorised kernels; other models run the reference, split across threads). Every path takes
+// C in both roles; the one exception is fused without promotion and without block scaling
+// when some accumulator input C is NaN, infinite, or nonzero with |C| < 2^-100 or |C| >= 2^126
+// (outside the range its integer step arithmetic covers): that GEMM runs the reference, and
+// gemm_path says "reference". The same checks.
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<float> out);
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
 

@@ -115,6 +115,9 @@ void nc_matmul_mx(const Psum& dst, const X4Tile& stationary, const ScaleTile& st
 //   trainium3_mx:wrapx|1x32      nc_matmul_mx on trn3::to_onchip_codes / to_onchip_scales of
 //                                the model's layout (e4m3fn, e5m2, e2m1 operands)
 // and gives the same bits as gemm_reference(args, options) for every shape and thread count.
+// C as the accumulator input (CRole::kAccumulator) is the PSUM tile's value before the first
+// instruction, which then accumulates into it (accumulate=True), as a kernel that matmuls onto a
+// loaded PSUM tile does; under block scaling C starts the fp32 sum of the scaled partials.
 // For wrapx, an MX group is 4 runs of 8 K 128 apart (trainium3_layout.hpp), so the OCP
 // scales of args (one per 32 consecutive K) must agree within each such group; otherwise
 // std::invalid_argument names the tensor, row / column and the two blocks. Other models, or

@@ -3,17 +3,21 @@
 //
 // Products of two 8-bit (or fp6/fp4) values are exact in fp32, so what a matmul returns is
 // fixed by the order and the precision of its additions. A model names both. Every model
-// starts its accumulator at +0 and adds the K products a_k * b_k (times 2^(e_a + e_b) of
-// their MX group when MX scales are given) as follows:
+// starts its accumulator at the accumulator input C (`DotInput::c`, an fp32 value; +0 for a
+// plain dot product), as an MMA instruction computes D = A B + C, and adds the K products
+// a_k * b_k (times 2^(e_a + e_b) of their MX group when MX scales are given) as follows:
 //
-//   fp32_sequential       acc = fp32(acc + p_k), k = 0, 1, ..., nearest-even.
-//   exact_block:B         t_j = fp32(exact sum of the products of block j = [jB, jB + B));
+//   fp32_sequential       acc = C; acc = fp32(acc + p_k), k = 0, 1, ..., nearest-even.
+//   exact_block:B         acc = C; t_j = fp32(exact sum of the products of block j = [jB, jB + B));
 //                         acc = fp32(acc + t_j) for j = 0, 1, ... (OCP MX dot product: B = 32).
-//   systolic:T            per K tile j of T: t_j = fp32-sequential sum from +0 of the tile's
-//                         products in K (partition) order; psum = fp32(psum + t_j)
+//   systolic:T            psum = C; per K tile j of T: t_j = fp32-sequential sum from +0 of the
+//                         tile's products in K (partition) order; psum = fp32(psum + t_j)
 //                         (Trainium PE array: T = 128; fp8 double-row mode on Trainium2: 256).
 //   fused:n:f:rtz|rne     NVIDIA tensor cores. Per step of n products plus the carried C
-//     [:promoteP]         (C = +0 at the start): each product is exact with exponent
+//     [:promoteP]         (C_0 = the accumulator input C: Hopper's wgmma carries D between
+//                         instructions, so C_(s+1) = step(C_s, products of step s) and D = the
+//                         last C; C takes part in the first step's alignment like a product and
+//                         is truncated with them): each product is exact with exponent
 //                         e_a + e_b (+ MX scale exponents); an operand's exponent is that of
 //                         its normalised form, or its format's emin when it is subnormal in
 //                         that format (`DotInput::emin_a/b`). E = the largest exponent among
@@ -24,7 +28,9 @@
 //                         fused:32:13:rtz (checked against 5000/5000 H100 results per format).
 //                         With :promoteP (P a multiple of n), the fused accumulator restarts
 //                         from +0 every P products and each partial is added into a plain fp32
-//                         accumulator: acc = fp32(acc + partial) (DeepSeek-V3: P = 128).
+//                         accumulator that starts at C: acc = C; acc = fp32(acc + partial)
+//                         (DeepSeek-V3: P = 128; C is the CUDA-core accumulator's input).
+//                         With K = 0 no step runs: D = C (unrounded).
 //   trainium3_mx:wrapx|1x32
 //                         nc_matmul_mx contracts 512 K per instruction: 128 partitions x 4
 //                         packed elements. K is split into instructions of 512 (the last is
@@ -32,7 +38,8 @@
 //                           wrapx: k = k0 + p + 128 c,   1x32: k = k0 + 4 p + c,   c = 0..3.
 //                         s_p = the exact sum of partition p's 4 scaled products; the column
 //                         accumulator t = +0, then per partition p = 0..127 in order
-//                         t = fp32(t + s_p); then psum = fp32(psum + t) per instruction.
+//                         t = fp32(t + s_p); then psum = fp32(psum + t) per instruction, from
+//                         psum = C (the PSUM tile's value before an accumulate=True matmul).
 //                         The parts AWS does not document are the named assumptions of
 //                         Trainium3MxAssumptions below.
 //
@@ -42,7 +49,11 @@
 // An exact sum that is zero is +0 unless every term is -0 (IEEE, round to nearest). A nonzero
 // sum that rounds to zero keeps its sign: MX-scaled products can lie below 2^-150, and a
 // model whose rounding adds a negative one to +0 returns -0 (fp32_sequential, fused); the
-// systolic and Trainium models add each column sum to a PSUM that starts at +0. Overflow: a nearest-even fp32 rounding gives +/-Inf, a toward-zero
+// systolic and Trainium models add each column sum (from +0) to PSUM. So with C = -0 and no
+// MX scales the result is -0 exactly when every product is -0 (fp32_sequential, exact_block,
+// fused) or K = 0, and never otherwise in systolic and trainium3_mx (their column sums start
+// at +0); with MX scales a negative sum that rounds to zero counts as -0 too. A NaN C gives
+// NaN, an infinite C that infinity unless a product is NaN or the opposite infinity. Overflow: a nearest-even fp32 rounding gives +/-Inf, a toward-zero
 // rounding gives the largest finite value of the target layout (IEEE 754-2019 7.4).
 //
 // The references compute every sum exactly in integers and round with fp8q's integer
@@ -144,6 +155,9 @@ struct DotInput {
   // has this exponent, e.g. -6 for e4m3fn, -14 for e5m2). fp32's -126 by default.
   int emin_a = -126;
   int emin_b = -126;
+  // The accumulator input C: the value the model's accumulator starts at (any fp32 value; in
+  // the fused model its exponent is that of its normalised form, -126 when subnormal).
+  float c = 0.0f;
 };
 
 // The model's result for one dot product. Throws std::invalid_argument when a and b differ

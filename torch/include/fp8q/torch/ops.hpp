@@ -112,16 +112,19 @@ at::Tensor calibrate(const at::Tensor& state, std::string_view method, std::stri
 // each operand: none, tensor (1 scale_inv), row (A: M, B: N: per output channel), block128
 // (A [M, ceil(K/128)], B [ceil(K/128), ceil(N/128)]), mx (E8M0: A [M, ceil(K/32)], B
 // [ceil(K/32), N]); scale tensors are float32 scale_inv or float8_e8m0fnu / uint8 for mx.
-// c: optional float32 [M, N] epilogue term, bias: optional float32 [N]. out_dtype float32 or
-// bfloat16. trainium true runs the Trainium instruction emulation (kernels/trainium.hpp), the
-// same bits by construction and test.
+// c: optional float32 [M, N], bias: optional float32 [N]. c_role (CRole of gemm.hpp): "epilogue"
+// adds c after the scales; "accumulator" makes c the accumulator input (D = A B + C inside the
+// model, in the accumulator's units; it needs c). out_dtype float32 or bfloat16. trainium true
+// runs the Trainium instruction emulation (kernels/trainium.hpp), the same bits by construction
+// and test.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view profile,
                   std::string_view a_format = "", std::string_view b_format = "",
                   std::string_view a_scaling = "none", const std::optional<at::Tensor>& a_scale = std::nullopt,
                   std::string_view b_scaling = "none", const std::optional<at::Tensor>& b_scale = std::nullopt,
                   const std::optional<at::Tensor>& c = std::nullopt,
                   const std::optional<at::Tensor>& bias = std::nullopt, std::string_view model = "",
-                  at::ScalarType out_dtype = at::kFloat, bool trainium = false);
+                  at::ScalarType out_dtype = at::kFloat, bool trainium = false,
+                  std::string_view c_role = "epilogue");
 
 // ---- Trainium instructions (kernels/trainium.hpp) --------------------------------------------
 // nc_matmul: psum (+)= stationary.T @ moving. stationary [K, M] and moving [K, N] codes (or
