@@ -119,29 +119,47 @@ std::size_t segment_length(const GemmArgs& g, const GemmOptions& o) {
 }
 
 // Rows [m0, m1) of the fp32 result into out[(m - m0) * N + n]; P: Fp32Panels or Bf16PairPanels.
+// fp32_sequential on plain scaling sums in out itself; a segment that fits one K chunk (systolic
+// T <= kKc, 128-K blocks) is summed in a register tile and folded into out at once; only a longer
+// systolic tile parks its partial sums in a rows x N buffer between chunks.
 template <class P>
 void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::size_t m0, std::size_t m1, float* out) {
   constexpr std::size_t kMr = P::mr, kNr = P::nr;  // this kernel's tile
   ScopedDefaultFpEnv env;
   const auto ta = detail::decode_table(g.a.format), tb = detail::decode_table(g.b.format);
   const std::size_t rows = m1 - m0, N = g.n, K = g.k, seg = segment_length(g, o);
-  std::vector<float> partial(rows * N);
-  std::vector<typename P::Word> ap(kMc * P::depth(kKc)), bp(kNc * P::depth(kKc));
-  // out starts at C0 (C as the accumulator input, else +0): systolic tiles and block-scaled
-  // partials are folded into it; fp32_sequential on plain scaling has one segment, which the
-  // kernel starts at C0 itself (acc = C0 + p_0 + ... in k order) and which is copied to out.
-  detail::start_rows(g, m0, rows, out);
   const bool one_sum = !detail::block_scaled(g) && o.model.kind == AccumKind::kFp32Sequential;
   const bool seeded = one_sum && detail::c_accumulates(g);
+  const bool parked = !one_sum && seg > kKc;
+  std::vector<float> partial(parked ? rows * N : 0);
+  std::vector<typename P::Word> ap(kMc * P::depth(kKc)), bp(kNc * P::depth(kKc));
+  // out starts at C0 (C as the accumulator input, else +0): systolic tiles and block-scaled
+  // partials are folded into it; fp32_sequential's one sum starts at C0 itself (acc = C0 + p_0
+  // + ... in k order) when seeded, else at +0.
+  detail::start_rows(g, m0, rows, out);
   alignas(64) float tile_in[kMr * kNr], tile[kMr * kNr];
 
   for (std::size_t nc0 = 0; nc0 < N; nc0 += kNc) {
     const std::size_t ncl = std::min(kNc, N - nc0), npanels = (ncl + kNr - 1) / kNr;
     for (std::size_t s0 = 0; s0 < K; s0 += seg) {
-      const std::size_t s1 = std::min(K, s0 + seg);
+      const std::size_t s1 = std::min(K, s0 + seg), j = s0 / seg;
+      // the segment's tile sum p folded into the result (the reference's operations)
+      auto fold = [&](const float* p, std::size_t ldp, std::size_t r0, std::size_t c0, std::size_t mr,
+                      std::size_t nr) {
+        for (std::size_t i = 0; i < mr; ++i)
+          for (std::size_t n = 0; n < nr; ++n) {
+            float& d = out[(r0 + i) * N + c0 + n];
+            if (detail::block_scaled(g)) {
+              const float s = detail::block_scale_a(g, m0 + r0 + i, j) * detail::block_scale_b(g, j, c0 + n);
+              d = d + p[i * ldp + n] * s;
+            } else {
+              d = d + p[i * ldp + n];  // systolic: psum = fp32(psum + t) from psum = C0
+            }
+          }
+      };
       for (std::size_t kc0 = s0; kc0 < s1; kc0 += kKc) {
         const std::size_t kc = std::min(kKc, s1 - kc0), d = P::depth(kc);
-        const bool first = kc0 == s0;
+        const bool first = kc0 == s0, last = kc0 + kc == s1;
         // B block: panel p holds columns nc0 + p*kNr .. +kNr, k-major, zero padded
         for (std::size_t p = 0; p < npanels; ++p) P::pack_b(&bp[p * d * kNr], tb, g, kc0, kc, nc0 + p * kNr, nc0 + ncl);
         for (std::size_t mc0 = m0; mc0 < m1; mc0 += kMc) {
@@ -151,35 +169,33 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
             for (std::size_t ip = 0; ip < mpanels; ++ip) {
               const std::size_t r0 = mc0 - m0 + ip * kMr, c0 = nc0 + jp * kNr;
               const std::size_t mr = std::min(kMr, rows - r0), nr = std::min(kNr, N - c0);
-              float* dst = &partial[r0 * N + c0];
-              // the sum continues from the parked partial, or starts at C0 (seeded) or +0
-              const float* from = !first ? dst : seeded ? &out[r0 * N + c0] : nullptr;
-              if (mr == kMr && nr == kNr) {  // a full tile works in place
-                kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], from, N, dst, N);
-                continue;
+              // the tile's sum from `from` (null: +0) into dst; an edge tile goes through
+              // zero-padded copies
+              auto compute = [&](const float* from, float* dst, std::size_t ldd) {
+                if (mr == kMr && nr == kNr) return kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], from, N, dst, ldd);
+                if (from != nullptr) {
+                  std::fill(tile_in, tile_in + kMr * kNr, 0.0f);
+                  for (std::size_t i = 0; i < mr; ++i) std::copy_n(from + i * N, nr, &tile_in[i * kNr]);
+                }
+                kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], from == nullptr ? nullptr : tile_in, kNr, tile,
+                           kNr);
+                if (dst != tile)
+                  for (std::size_t i = 0; i < mr; ++i) std::copy_n(&tile[i * kNr], nr, dst + i * ldd);
+              };
+              float* o_tile = &out[r0 * N + c0];
+              if (one_sum) {
+                compute(!first || seeded ? o_tile : nullptr, o_tile, N);
+              } else if (!parked) {  // the segment is this one chunk
+                compute(nullptr, tile, kNr);
+                fold(tile, kNr, r0, c0, mr, nr);
+              } else {
+                float* p_tile = &partial[r0 * N + c0];
+                compute(first ? nullptr : p_tile, p_tile, N);
+                if (last) fold(p_tile, N, r0, c0, mr, nr);
               }
-              if (from != nullptr) {  // an edge tile goes through a zero-padded copy
-                std::fill(tile_in, tile_in + kMr * kNr, 0.0f);
-                for (std::size_t i = 0; i < mr; ++i) std::copy_n(from + i * N, nr, &tile_in[i * kNr]);
-              }
-              kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], from == nullptr ? nullptr : tile_in, kNr, tile, kNr);
-              for (std::size_t i = 0; i < mr; ++i) std::copy_n(&tile[i * kNr], nr, dst + i * N);
             }
         }
       }
-      // the segment is complete: fold it into the result (same operations as the reference)
-      const std::size_t j = s0 / seg;
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t n = nc0; n < nc0 + ncl; ++n) {
-          const float p = partial[r * N + n];
-          float& d = out[r * N + n];
-          if (detail::block_scaled(g)) {
-            const float s = detail::block_scale_a(g, m0 + r, j) * detail::block_scale_b(g, j, n);
-            d = d + p * s;
-          } else {
-            d = one_sum ? p : d + p;  // systolic: psum = fp32(psum + t) from psum = C0
-          }
-        }
     }
   }
   // epilogue: plain scales, C, bias, canonical NaN

@@ -58,7 +58,7 @@ TEST(GemmFast, EqualsReferenceAcrossShapesScalingsAndThreads) {
   std::cout << "fast path: " << isa_name(active_isa()) << "\n";
   for (const Shape& s : kShapes)
     for (const auto& [fa, fb, sa, sb, c, bias] : variants)
-      for (const M& model : {M::fp32_sequential(), M::systolic(3), M::systolic(128), M::systolic(200)}) {
+      for (const M& model : {M::fp32_sequential(), M::systolic(3), M::systolic(128), M::systolic(200), M::systolic(300)}) {
         const Problem p = random_problem(rng, s.m, s.n, s.k, fa, fb, sa, sb, c, bias, 400);
         const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " +
                                  std::string(format_of(fa).name) + "*" + std::string(format_of(fb).name) + " " +

@@ -67,22 +67,47 @@ Quantized cast(const at::Tensor& t, const Cast& c, std::int64_t seed, const Reci
   return {codes, scale_inv, c.format, "tensor"};
 }
 
-Quantized transposed(const Quantized& q) {
-  return {q.codes.t().contiguous(), q.scales.t().contiguous(), q.format, q.granularity};
+// granularity of t -> the same blocks seen on t^T; empty where there are none (MX)
+std::string of_transpose(const std::string& g) {
+  if (g == "tensor" || g == "block128x128") return g;
+  if (g == "row") return "col";
+  if (g == "col") return "row";
+  if (g == "block1x128") return "block128x1";
+  if (g == "block128x1") return "block1x128";
+  return {};
 }
 
-// t's cast along its columns and t^T's: one cast transposed when both casts are the same per
-// tensor or 128 x 128 cast, two otherwise (the second is current: Recipe::validate).
-std::pair<Quantized, Quantized> pair_of(const at::Tensor& t, const Cast& a, Role ra, const Cast& b, Role rb,
-                                        const Keys& k, const Recipe& r, const State* delayed) {
-  Quantized qa = cast(t, a, k.of(a, ra), r, delayed);
-  if (a == b && (a.granularity == "tensor" || a.granularity == "block128x128")) return {qa, transposed(qa)};
-  return {qa, cast(t.t().contiguous(), b, k.of(b, rb), r, nullptr)};
+// t^T's cast from t's (data movement): the codes and the scale grid transposed.
+Quantized transposed(const Quantized& q) {
+  return {q.codes.t().contiguous(), q.scales.t().contiguous(), q.format, of_transpose(q.granularity)};
+}
+
+// t^T's current cast along its columns computed on t and laid out like t: the same bits, as each
+// block's amax is over the same elements; none where only a cast of t^T gives them (MX blocks
+// run along rows; stochastic rounding draws by position).
+std::optional<Quantized> cast_of_transpose(const at::Tensor& t, const Cast& c, const Recipe& r) {
+  const std::string g = of_transpose(c.granularity);
+  if (c.rounding == "sr" || g.empty()) return std::nullopt;
+  if (c.granularity == "tensor") return cast(t, c, 0, r, nullptr);
+  auto [codes, scales] = quantize(t, c.format, g, c.scale_op, 0, 0.0, c.power_of_two, c.mx_rule, "rne", "saturate",
+                                  "error", 0, 0);
+  return Quantized{codes, scales, c.format, g};
+}
+
+bool same_cast(const Cast& a, const Cast& b) {
+  return a == b && (a.granularity == "tensor" || a.granularity == "block128x128");
 }
 
 std::string gemm_scaling(const std::string& granularity) {
   return granularity == "block1x128" || granularity == "block128x128" ? "block128" : granularity;
 }
+
+// A backward GEMM's B: [K, N] quantized along K, which matmul takes as it is (is_b), or B^T
+// [N, K], which linear lays out as B.
+struct Operand {
+  Quantized q;
+  bool is_b;
+};
 
 // fp8q.linear: y = A (B^T)^T, A [M, K], B^T [N, K], both quantized along K.
 at::Tensor linear(const Quantized& a, const Quantized& bt, const std::optional<at::Tensor>& bias, const Recipe& r,
@@ -93,6 +118,37 @@ at::Tensor linear(const Quantized& a, const Quantized& bt, const std::optional<a
   return matmul(a.codes, bt.codes.t().contiguous(), r.profile, a.format, bt.format, gemm_scaling(a.granularity),
                 a.scales, gemm_scaling(bt.granularity), bscale, std::nullopt, bias, r.model, out_dtype);
 }
+
+at::Tensor gemm(const Quantized& a, const Operand& b, const Recipe& r, at::ScalarType out_dtype) {
+  if (!b.is_b) return linear(a, b.q, std::nullopt, r, out_dtype);
+  const std::string bs = b.q.granularity == "col" ? "row" : gemm_scaling(b.q.granularity);
+  return matmul(a.codes, b.q.codes, r.profile, a.format, b.q.format, gemm_scaling(a.granularity), a.scales, bs,
+                b.q.scales, std::nullopt, std::nullopt, r.model, out_dtype);
+}
+
+// A backward GEMM's B from t [K, N] (W, or x), cast as t^T along its columns (cast b): t's own
+// cast qa (cast a) when both are the same per-tensor or 128x128 cast; else that cast computed on
+// t; else the cast of t^T (a current one: Recipe::validate).
+Operand b_operand(const at::Tensor& t, const Quantized& qa, const Cast& a, const Cast& b, Role rb, const Keys& k,
+                  const Recipe& r) {
+  if (same_cast(a, b)) return {qa, true};
+  if (auto q = cast_of_transpose(t, b, r)) return {*q, true};
+  return {cast(t.t().contiguous(), b, k.of(b, rb), r, nullptr), false};
+}
+
+// The weight gradient's A, t^T [N, M] cast along its columns (cast b), from t [M, N], as b_operand.
+Quantized a_operand(const at::Tensor& t, const Quantized& qa, const Cast& a, const Cast& b, Role rb, const Keys& k,
+                    const Recipe& r) {
+  if (same_cast(a, b)) return transposed(qa);
+  if (auto q = cast_of_transpose(t, b, r)) return transposed(*q);
+  return cast(t.t().contiguous(), b, k.of(b, rb), r, nullptr);
+}
+
+// The recipe a forward hands its backward, held by reference count rather than re-read from JSON.
+struct RecipeHolder : ::torch::CustomClassHolder {
+  explicit RecipeHolder(Recipe r) : recipe(std::move(r)) {}
+  Recipe recipe;
+};
 
 at::ScalarType out_dtype_of(const at::Tensor& t, const char* what) {
   TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16, "Float8Linear: ", what,
@@ -114,14 +170,20 @@ struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> 
     if (r.x.scaling == "delayed") sx = state_of(*layer, "x");
     if (r.w.scaling == "delayed") sw = state_of(*layer, "w");
     if (r.dy.scaling == "delayed") sdy = state_of(*layer, "dy");
-    auto [xq, xtq] = pair_of(x2, r.x, kX, r.x_t, kXt, keys, r, sx ? &*sx : nullptr);
-    auto [wq, wtq] = pair_of(weight.contiguous(), r.w, kW, r.w_t, kWt, keys, r, sw ? &*sw : nullptr);
+    const at::Tensor w = weight.contiguous();
+    const Quantized xq = cast(x2, r.x, keys.of(r.x, kX), r, sx ? &*sx : nullptr);
+    const Quantized wq = cast(w, r.w, keys.of(r.w, kW), r, sw ? &*sw : nullptr);
     std::optional<at::Tensor> b;
     if (bias.defined()) b = bias.to(at::kFloat);
     const at::Tensor y = linear(xq, wq, b, r, out_dtype_of(x, "the input"));
-    ctx->save_for_backward({xtq.codes, xtq.scales, wtq.codes, wtq.scales});
-    ctx->saved_data["recipe"] = r.to_json();
-    ctx->saved_data["formats"] = std::vector<std::string>{xtq.format, xtq.granularity, wtq.format, wtq.granularity};
+    // the backward's B operands: W (along N) for dx, x (along M) for dW
+    const Operand wb = b_operand(w, wq, r.w, r.w_t, kWt, keys, r);
+    const Operand xb = b_operand(x2, xq, r.x, r.x_t, kXt, keys, r);
+    ctx->save_for_backward({wb.q.codes, wb.q.scales, xb.q.codes, xb.q.scales});
+    ctx->saved_data["recipe"] = c10::IValue::make_capsule(c10::make_intrusive<RecipeHolder>(r));
+    ctx->saved_data["formats"] =
+        std::vector<std::string>{wb.q.format, wb.q.granularity, xb.q.format, xb.q.granularity};
+    ctx->saved_data["is_b"] = std::vector<bool>{wb.is_b, xb.is_b};
     ctx->saved_data["keys"] = std::vector<std::int64_t>{static_cast<std::int64_t>(keys.seed),
                                                         static_cast<std::int64_t>(keys.layer), step};
     ctx->saved_data["x_shape"] = x.sizes().vec();
@@ -138,21 +200,22 @@ struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> 
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const Recipe r = Recipe::from_json(ctx->saved_data["recipe"].toStringRef());
+    const Recipe& r = static_cast<RecipeHolder*>(ctx->saved_data["recipe"].toCapsule().get())->recipe;
     const auto saved = ctx->get_saved_variables();
     const auto f = ctx->saved_data["formats"].to<std::vector<std::string>>();
-    const Quantized xtq{saved[0], saved[1], f[0], f[1]}, wtq{saved[2], saved[3], f[2], f[3]};
+    const auto is_b = ctx->saved_data["is_b"].toBoolList();
+    const Operand wb{{saved[0], saved[1], f[0], f[1]}, is_b[0]}, xb{{saved[2], saved[3], f[2], f[3]}, is_b[1]};
     const auto k = ctx->saved_data["keys"].toIntVector();
     const Keys keys{static_cast<std::uint64_t>(k[0]), static_cast<std::uint64_t>(k[1]), static_cast<std::uint64_t>(k[2])};
     std::optional<State> sdy;
     if (ctx->saved_data.count("history_dy") != 0)
       sdy = State{ctx->saved_data["history_dy"].toTensor(), ctx->saved_data["scale_dy"].toTensor()};
     const at::Tensor dy2 = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();
-    auto [dyq, dytq] = pair_of(dy2, r.dy, kDy, r.dy_t, kDyT, keys, r, sdy ? &*sdy : nullptr);
+    const Quantized dyq = cast(dy2, r.dy, keys.of(r.dy, kDy), r, sdy ? &*sdy : nullptr);
     const auto x_dtype = ctx->saved_data["x_dtype"].toScalarType();
     const auto w_dtype = ctx->saved_data["w_dtype"].toScalarType();
-    const at::Tensor dx = linear(dyq, wtq, std::nullopt, r, x_dtype).reshape(ctx->saved_data["x_shape"].toIntVector());
-    const at::Tensor dw = linear(dytq, xtq, std::nullopt, r, w_dtype);
+    const at::Tensor dx = gemm(dyq, wb, r, x_dtype).reshape(ctx->saved_data["x_shape"].toIntVector());
+    const at::Tensor dw = gemm(a_operand(dy2, dyq, r.dy, r.dy_t, kDyT, keys, r), xb, r, w_dtype);
     at::Tensor db;
     if (ctx->saved_data["has_bias"].toBool()) db = dy2.sum(0).to(w_dtype);  // as fp8q::bias_grad: torch's sum
     return {dx, dw, db, at::Tensor(), at::Tensor()};
