@@ -41,6 +41,7 @@ using detail::kPairNr;
 // blocks; threads split rows in kMr panels for both.
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kNc = 64 * kNr;
 static_assert(kPairMr == kMr && kNc % kPairNr == 0 && kKc % 2 == 0);
+static_assert(detail::kScaleBlock % kNr == 0 && detail::kScaleBlock % kPairNr == 0 && kNc % detail::kScaleBlock == 0);
 
 // Operand packing for each kind of micro-kernel: a B panel of nr columns n0.. (+0 past n_end)
 // and an A panel of mr rows m0.. (+0 past m_end), K steps kc0 .. kc0 + kc - 1, in the order the
@@ -144,18 +145,19 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
     for (std::size_t s0 = 0; s0 < K; s0 += seg) {
       const std::size_t s1 = std::min(K, s0 + seg), j = s0 / seg;
       // the segment's tile sum p folded into the result (the reference's operations)
+      // (a tile lies in one 128-column scale block of B: kScaleBlock % kNr == 0, kNc % kScaleBlock == 0)
       auto fold = [&](const float* p, std::size_t ldp, std::size_t r0, std::size_t c0, std::size_t mr,
                       std::size_t nr) {
-        for (std::size_t i = 0; i < mr; ++i)
-          for (std::size_t n = 0; n < nr; ++n) {
-            float& d = out[(r0 + i) * N + c0 + n];
-            if (detail::block_scaled(g)) {
-              const float s = detail::block_scale_a(g, m0 + r0 + i, j) * detail::block_scale_b(g, j, c0 + n);
-              d = d + p[i * ldp + n] * s;
-            } else {
-              d = d + p[i * ldp + n];  // systolic: psum = fp32(psum + t) from psum = C0
-            }
+        for (std::size_t i = 0; i < mr; ++i) {
+          float* d = &out[(r0 + i) * N + c0];
+          const float* t = p + i * ldp;
+          if (detail::block_scaled(g)) {
+            const float s = detail::block_scale_a(g, m0 + r0 + i, j) * detail::block_scale_b(g, j, c0);
+            for (std::size_t n = 0; n < nr; ++n) d[n] = d[n] + t[n] * s;
+          } else {
+            for (std::size_t n = 0; n < nr; ++n) d[n] = d[n] + t[n];  // systolic: psum = fp32(psum + t) from C0
           }
+        }
       };
       for (std::size_t kc0 = s0; kc0 < s1; kc0 += kKc) {
         const std::size_t kc = std::min(kKc, s1 - kc0), d = P::depth(kc);
@@ -198,16 +200,7 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
       }
     }
   }
-  // epilogue: plain scales, C, bias, canonical NaN
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t n = 0; n < N; ++n) {
-      const std::size_t m = m0 + r;
-      float d = out[r * N + n];
-      if (!detail::block_scaled(g)) d = d * (detail::plain_scale_a(g, m) * detail::plain_scale_b(g, n));
-      if (detail::c_in_epilogue(g)) d = d + g.c[m * N + n];
-      if (!g.bias.empty()) d = d + g.bias[n];
-      out[r * N + n] = detail::canonical(d);
-    }
+  detail::epilogue_rows(g, m0, rows, out);
 }
 
 // exact_block, fused and trainium3_mx have their own fast paths (fast_exact_block.cpp,

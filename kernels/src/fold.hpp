@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
+#include <vector>
 
 #include "operands.hpp"
 
@@ -40,20 +42,31 @@ inline void start_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, floa
   std::copy_n(g.c.data() + m0 * g.n, rows * g.n, out);
 }
 
-// Plain scales, C (epilogue role), bias and the canonical NaN, for rows [m0, m0 + rows).
+// Plain scales, C (epilogue role), bias and the canonical NaN, for rows [m0, m0 + rows):
+// d = fp32(fp32(fp32(d * fp32(s_a[m] * s_b[n])) + c) + bias), one step over a row at a time.
 inline void epilogue_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, float* out) {
   // without plain scales the factor is 1 * 1 and d * 1 = d: skipped
   auto plain = [](OperandScaling s) { return s == OperandScaling::kTensor || s == OperandScaling::kPerRow; };
   const bool scaled = plain(g.a.scaling) || plain(g.b.scaling);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t n = 0; n < g.n; ++n) {
-      const std::size_t m = m0 + r;
-      float d = out[r * g.n + n];
-      if (scaled) d = d * (plain_scale_a(g, m) * plain_scale_b(g, n));
-      if (c_in_epilogue(g)) d = d + g.c[m * g.n + n];
-      if (!g.bias.empty()) d = d + g.bias[n];
-      out[r * g.n + n] = d != d ? canonical(d) : d;  // canonical NaN (the call only for NaNs)
+  const std::size_t N = g.n;
+  std::vector<float> sb(scaled ? N : 0);
+  for (std::size_t n = 0; n < sb.size(); ++n) sb[n] = plain_scale_b(g, n);
+  const float nan = canonical(std::numeric_limits<float>::quiet_NaN());
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t m = m0 + r;
+    float* d = out + r * N;
+    if (scaled) {
+      const float sa = plain_scale_a(g, m);
+      for (std::size_t n = 0; n < N; ++n) d[n] = d[n] * (sa * sb[n]);
     }
+    if (c_in_epilogue(g)) {
+      const float* c = g.c.data() + m * N;
+      for (std::size_t n = 0; n < N; ++n) d[n] = d[n] + c[n];
+    }
+    if (!g.bias.empty())
+      for (std::size_t n = 0; n < N; ++n) d[n] = d[n] + g.bias[n];
+    for (std::size_t n = 0; n < N; ++n) d[n] = d[n] != d[n] ? nan : d[n];
+  }
 }
 
 }  // namespace fp8q::detail
