@@ -1,10 +1,12 @@
 // Block-scaled and MX conversions: per block, the scale, then the same kernels as bulk.cpp.
 #include "fp8q/numerics/block_scaled.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
@@ -16,6 +18,26 @@ namespace {
 using detail::load_code;
 using detail::parallel_pinned;
 using detail::row_grain;
+
+constexpr std::size_t kNarrowBlock = 16, kTile = 64;  // block width below which tiles transpose
+
+// An h x w tile of ib-byte elements (row stride `stride` elements) into dst, column-major.
+template <class E>
+void transpose_as(const std::byte* src, std::size_t stride, std::size_t h, std::size_t w, std::byte* dst) {
+  for (std::size_t r = 0; r < h; ++r)
+    for (std::size_t c = 0; c < w; ++c) {
+      E e;
+      std::memcpy(&e, src + (r * stride + c) * sizeof(E), sizeof(E));
+      std::memcpy(dst + (c * h + r) * sizeof(E), &e, sizeof(E));
+    }
+}
+void transpose_in(const std::byte* src, std::size_t stride, std::size_t h, std::size_t w, std::size_t ib,
+                  std::byte* dst) {
+  if (ib == 2) return transpose_as<std::uint16_t>(src, stride, h, w, dst);
+  if (ib == 4) return transpose_as<std::uint32_t>(src, stride, h, w, dst);
+  for (std::size_t r = 0; r < h; ++r)
+    for (std::size_t c = 0; c < w; ++c) std::memcpy(dst + (c * h + r) * ib, src + (r * stride + c) * ib, ib);
+}
 
 [[noreturn]] void throw_nan(std::size_t index, const Format& to) {
   throw NanError(index, "element " + std::to_string(index) + ": NaN has no encoding in " + std::string(to.name) +
@@ -103,6 +125,44 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
       if (convert_one(load_code(in.data() + i * ib, ib), from, to, o, i).nan_unrepresentable)
         throw_nan(i, to);
   };
+  // Blocks a few columns wide (per column, 128 x 1) would hand the kernel a few elements per
+  // call: such a grid goes through transposed tiles, a tile column's stretch (one block's) in
+  // one call. Stochastic rounding draws by element position, so it keeps the rows.
+  if (fn != nullptr && grid.block_cols < kNarrowBlock && options.rounding != Rounding::kStochastic) {
+    parallel_pinned(
+        grid.rows, bulk.threads,
+        [&](std::size_t r0, std::size_t r1) {
+          ConvertOptions o = options;
+          detail::NarrowParams params = detail::make_narrow_params(from, to, o);
+          std::vector<std::byte> tin(kTile * kTile * ib);
+          std::vector<std::uint8_t> tout(kTile * kTile);
+          for (std::size_t b0 = r0; b0 < r1;) {
+            // a band of at most kTile rows inside one block row
+            const std::size_t b1 = std::min({r1, b0 + kTile, (b0 / grid.block_rows + 1) * grid.block_rows});
+            const std::size_t h = b1 - b0;
+            const float* row_scales = scales.data() + (b0 / grid.block_rows) * gc;
+            bool nan = false;
+            for (std::size_t c0 = 0; c0 < cols; c0 += kTile) {
+              const std::size_t w = std::min(kTile, cols - c0);
+              transpose_in(in.data() + (b0 * cols + c0) * ib, cols, h, w, ib, tin.data());
+              for (std::size_t c = 0; c < w; ++c) {
+                o.scale = params.scale = row_scales[(c0 + c) / grid.block_cols];
+                nan = fn(&tin[c * h * ib], &tout[c * h], h, b0 * cols + c0 + c, params) || nan;
+              }
+              for (std::size_t r = 0; r < h; ++r)
+                for (std::size_t c = 0; c < w; ++c) out[(b0 + r) * cols + c0 + c] = tout[c * h + r];
+            }
+            // the band again in row order, where the reference names the first unrepresentable NaN
+            if (nan && o.nan == NanPolicy::kError)
+              for (std::size_t r = b0; r < b1; ++r)
+                for (std::size_t g = 0; g < gc; ++g)
+                  run(o, params, r, g * grid.block_cols, std::min(cols, (g + 1) * grid.block_cols), row_scales[g]);
+            b0 = b1;
+          }
+        },
+        row_grain(cols));
+    return;
+  }
   parallel_pinned(
       grid.rows, bulk.threads,
       [&](std::size_t r0, std::size_t r1) {

@@ -34,10 +34,29 @@ float amax_of(std::span<const T> x, int threads) {
   return std::bit_cast<float>(result.load());
 }
 
+constexpr std::size_t kNarrowBlock = 16;  // block width below which a row is scanned element by element
+// |x|'s pattern, as max_abs_bits takes it
+inline std::uint32_t magnitude_bits(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7FFFFFFFu; }
+inline std::uint32_t magnitude_bits(std::uint16_t x) { return x & 0x7FFFu; }
+
 // Largest |x| pattern of each block-column stretch of rows [r0, r1), into m (one per grid
 // column). 16-bit sources keep their own patterns: fp16 and bf16 magnitudes order like values.
 template <class T>
 void stretch_max(const T* x, const BlockGrid& g, std::size_t r0, std::size_t r1, std::vector<std::uint32_t>& m) {
+  if (g.block_cols < kNarrowBlock) {  // narrow blocks (per column, 128 x 1): element by element
+    for (std::size_t r = r0; r < r1; ++r) {
+      const T* row = x + r * g.cols;
+      if (g.block_cols == 1) {
+        for (std::size_t c = 0; c < g.cols; ++c) m[c] = std::max(m[c], magnitude_bits(row[c]));
+        continue;
+      }
+      for (std::size_t c = 0; c < g.cols; ++c) {
+        std::uint32_t& d = m[c / g.block_cols];
+        d = std::max(d, magnitude_bits(row[c]));
+      }
+    }
+    return;
+  }
   for (std::size_t r = r0; r < r1; ++r) {
     const T* row = x + r * g.cols;
     for (std::size_t b = 0, c0 = 0; c0 < g.cols; ++b, c0 += g.block_cols) {

@@ -49,8 +49,9 @@ std::uint64_t load(const std::vector<std::byte>& v, std::size_t i, const Format&
 class BlockScaledOnIsa : public test::OnIsa {};
 
 TEST_P(BlockScaledOnIsa, EveryElementUsesItsBlocksScale) {
+  // the last three take the transposed tiles of narrow blocks (bands of 64 rows, tiles of 64 columns)
   const BlockGrid grids[] = {{7, 300, 1, 128}, {130, 70, 128, 128}, {5, 33, 2, 3}, {3, 40, 3, 1}, {1, 1, 1, 1},
-                             {9, 256, 1, 256}};
+                             {9, 256, 1, 256}, {150, 130, 150, 1}, {300, 70, 128, 1}, {130, 90, 7, 2}};
   for (const Format* from : {&kF32, &kBF16, &kF16})
     for (const BlockGrid& g : grids) {
       const auto in = random_matrix(*from, g.rows * g.cols, g.rows * 1000 + g.cols, false);
@@ -107,6 +108,25 @@ TEST_P(BlockScaledOnIsa, NanErrorNamesTheFirstElement) {
     FAIL() << "expected NanError";
   } catch (const NanError& e) {
     EXPECT_EQ(e.index(), 77u);
+  }
+}
+
+TEST_P(BlockScaledOnIsa, NanErrorNamesTheFirstElementUnderNarrowBlocks) {
+  // per-column blocks run in transposed tiles; the error still names the first NaN in row order
+  const BlockGrid g{70, 130, 70, 1};
+  std::vector<float> x(g.rows * g.cols, 1.0f);
+  x[10 * 130 + 3] = NAN;     // first in column order
+  x[5 * 130 + 120] = -NAN;   // first in row order
+  x[66 * 130] = NAN;         // in the second band of rows
+  std::vector<float> scales(g.grid_size(), 2.0f);
+  std::vector<std::uint8_t> out(x.size());
+  for (int threads : {1, 2}) {
+    try {
+      convert_block_scaled(std::as_bytes(std::span(x)), kF32, out, kE2M1, g, scales, {}, {threads, GetParam()});
+      FAIL() << "expected NanError";
+    } catch (const NanError& e) {
+      EXPECT_EQ(e.index(), 5u * 130 + 120) << threads << " threads";
+    }
   }
 }
 

@@ -144,6 +144,7 @@ TEST(Quantize, EveryGranularityElementAndConventionEqualsTheReference) {
       {{40, 34}, Granularity::tensor()},          {{5, 70}, Granularity::block(3, 5)},
       {{2}, Granularity::block(1, 128)},          {{9, 100}, Granularity::mx()},
       {{3, 4, 64}, Granularity::mx()},            {{}, Granularity::tensor()},
+      {{200, 150}, Granularity::column()},        {{260, 70}, Granularity::block(128, 1)},
   };
   int seed = 0;
   for (const Case& c : cases)
