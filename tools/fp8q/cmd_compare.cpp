@@ -47,8 +47,11 @@ void print_text(const ck::TensorComparison& t, std::uint64_t ulps) {
   std::printf("%s: %llu elements, %llu bit-equal, %llu differ", head.c_str(),
               static_cast<unsigned long long>(c.count), static_cast<unsigned long long>(c.bit_equal),
               static_cast<unsigned long long>(c.differ));
-  if (c.signed_zero) std::printf(" (%llu signed zeros)", static_cast<unsigned long long>(c.signed_zero));
-  if (c.nan_payload) std::printf(" (%llu NaN payloads differ)", static_cast<unsigned long long>(c.nan_payload));
+  if (c.signed_zero)
+    std::printf(" (%llu signed zero%s)", static_cast<unsigned long long>(c.signed_zero), c.signed_zero == 1 ? "" : "s");
+  if (c.nan_payload)
+    std::printf(" (%llu NaN payload%s)", static_cast<unsigned long long>(c.nan_payload),
+                c.nan_payload == 1 ? " differs" : "s differ");
   if (f != nullptr) std::printf(", max %s ULP", ulps_text(c.max_ulps).c_str());
   if (c.within()) {
     std::printf(": OK\n");

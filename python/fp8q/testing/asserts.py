@@ -65,9 +65,9 @@ class Comparison:
 
     def report(self) -> str:
         """The diff: counts, then the worst elements with index, hex bits and values."""
-        kinds = "".join(
-            f" ({n} {label})" for n, label in ((self.signed_zero, "signed zeros"), (self.nan_payload, "NaN payloads differ")) if n
-        )
+        # the words of fp8q compare's report
+        kinds = (f" ({self.signed_zero} signed zero{'' if self.signed_zero == 1 else 's'})" if self.signed_zero else "") + (
+            f" ({self.nan_payload} NaN payload{' differs' if self.nan_payload == 1 else 's differ'})" if self.nan_payload else "")
         dist = "" if self.format == "bits" else f", max {'inf' if self.max_ulps is None else self.max_ulps} ULP"
         tol = "bitwise" if self.tolerance == 0 else f"tolerance {self.tolerance} ULP"
         lines = [f"{self.differ} of {self.count} {self.format} elements differ{kinds}{dist}; "
