@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 import torch
 
-from ..formats import FormatLike, name_of
+from ..formats import FormatLike, format_of, get, name_of
 
-ArrayLike = Any  # a torch.Tensor or a numpy.ndarray
+if TYPE_CHECKING:
+    import numpy
+
+ArrayLike = Union[torch.Tensor, "numpy.ndarray"]
 
 # ml_dtypes' names (numpy dtypes) -> fp8q formats; these arrays cross as their bytes
 _ML_DTYPES = {
@@ -185,8 +188,6 @@ def assert_ulps(actual: ArrayLike, expected: ArrayLike, *, ulps: int, format: Op
 
 
 def _own_format(t: torch.Tensor) -> str:
-    from ..formats import format_of
-
     try:
         return format_of(t.dtype)
     except ValueError:
@@ -194,8 +195,6 @@ def _own_format(t: torch.Tensor) -> str:
 
 
 def _format_bits(name: str) -> int:
-    from ..formats import get
-
     return get(name).bits
 
 
