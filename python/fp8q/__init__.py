@@ -17,7 +17,7 @@ from . import _library
 
 _library.load()
 
-from . import calib, formats, trn  # noqa: E402
+from . import calib, formats, testing, trn  # noqa: E402
 from .conversion import amax, cast_transpose, convert, scale_from_amax  # noqa: E402
 from .matmul import linear, matmul  # noqa: E402
 from .quantized import QuantizedTensor, dequantize, from_codes, quantize  # noqa: E402
@@ -36,5 +36,6 @@ __all__ = [
     "matmul",
     "quantize",
     "scale_from_amax",
+    "testing",
     "trn",
 ]

@@ -1,6 +1,6 @@
 # Script mode: install, configure the consumer, build it, run it. Any failure stops here.
 # BUILD_DIR (the fp8q build), SOURCE_DIR (the consumer), WORK_DIR (scratch: prefix and build),
-# GENERATOR; EXE: the consumer's program (default consumer).
+# GENERATOR; EXE: the consumer's program (default consumer); EXTRA_EXES: more programs it builds, run after.
 if(NOT EXE)
   set(EXE consumer)
 endif()
@@ -15,3 +15,6 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/${EXE})
+foreach(exe IN LISTS EXTRA_EXES)
+  run(${WORK_DIR}/build/${exe})
+endforeach()

@@ -99,6 +99,8 @@ def _samples():
         (torch.ops.fp8q.trn3_pack_codes.default, (codes, "wrapX"), {}),
         (torch.ops.fp8q.trn3_pack_scales.default, (torch.zeros(2, 4, dtype=torch.uint8), "1x32", 64), {}),
         (torch.ops.fp8q.pack_x4.default, (codes, "float8_e4m3fn_x4"), {}),
+        (torch.ops.fp8q.compare.default, (x, torch.nextafter(x, torch.zeros(())), "", 1, 3), {}),
+        (torch.ops.fp8q.compare.default, (codes, codes ^ 1, "e4m3fn"), dict(worst=2)),
     ]
 
 

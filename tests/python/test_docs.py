@@ -17,7 +17,8 @@ MODULES = ["fp8q"] + [m.name for m in pkgutil.walk_packages(fp8q.__path__, "fp8q
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
-@pytest.mark.parametrize("page, examples", [("docs/python.md", 40), ("README.md", 7), ("docs/training.md", 4)])
+@pytest.mark.parametrize("page, examples", [("docs/python.md", 40), ("README.md", 7), ("docs/training.md", 4),
+                                             ("docs/validation.md", 10)])
 def test_pages(page, examples):
     result = doctest.testfile(str(ROOT / page), module_relative=False, optionflags=FLAGS)
     assert result.attempted >= examples and result.failed == 0

@@ -124,6 +124,13 @@ def raises(kind: type, pattern: str):
          r"multiple of 4"),
         (lambda: fp8q.trn.pack_x4(torch.full((4,), 16, dtype=torch.uint8), "float4_e2m1fn_x4"), ValueError,
          r"fp8q.pack_x4: .*16"),
+        (lambda: torch.ops.fp8q.compare(X, X.double()), TypeError, r"expected has dtype Double, actual Float"),
+        (lambda: torch.ops.fp8q.compare(X, X.t().contiguous()), ValueError, r"expected has shape \[64, 8\], actual \[8, 64\]"),
+        (lambda: torch.ops.fp8q.compare(X, X, "", -1), ValueError, r"ulps and worst must not be negative"),
+        (lambda: torch.ops.fp8q.compare(X, X, "bf16"), TypeError, r"actual has dtype Float but its format is given as bf16"),
+        (lambda: torch.ops.fp8q.compare(torch.full((2,), 64, dtype=torch.uint8), torch.zeros(2, dtype=torch.uint8), "e2m1"),
+         ValueError, r"actual\[flat index 0\]: byte 64 is not a e2m1 code"),
+        (lambda: fp8q.testing.compare(X, X, ulps=True), ValueError, r"ulps must be an int >= 0"),
         (lambda: fp8q.calib.Histogram(bins=100), ValueError, r"bins: 100 is not a power of two"),
         (lambda: fp8q.calib.Histogram().observe(torch.ones(3, dtype=torch.float64)), TypeError, r"x has dtype Double"),
         (lambda: fp8q.calib.Histogram(state=torch.zeros(10, dtype=torch.int64)).observe(X), ValueError,
@@ -177,6 +184,7 @@ def test_no_op_writes_its_inputs():
     fp8q.trn.nc_matmul(tiles, tiles, psum=psum)
     fp8q.trn.nc_matmul_mx(image, scales, image, scales, psum=psum[:8, :8].contiguous())
     fp8q.trn.pack_codes(codes, "wrapX")
+    fp8q.testing.compare(x, xb.float(), ulps=3), fp8q.testing.compare(codes, codes)
     with pytest.raises(ValueError):
         fp8q.convert(x.t(), "e4m3fn")
     with pytest.raises(ValueError):

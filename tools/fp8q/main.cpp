@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   fp8q::cli::add_bench(app);
   fp8q::cli::add_calibrate(app);
   fp8q::cli::add_matmul(app);
+  fp8q::cli::add_compare(app);
   try {
     app.parse(argc, argv);  // runs the chosen verb's callback
   } catch (const CLI::CallForHelp& e) {

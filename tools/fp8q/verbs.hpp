@@ -19,5 +19,6 @@ void add_tensors(CLI::App& app);  // quantize-tensors, dequantize-tensors
 void add_quantize(CLI::App& app);  // quantize, verify, inspect (checkpoints)
 void add_calibrate(CLI::App& app);  // calibrate (calib/ on safetensors files)
 void add_matmul(CLI::App& app);   // matmul (kernels/ on safetensors files)
+void add_compare(CLI::App& app);  // compare (two safetensors files, bitwise and in ULPs)
 
 }  // namespace fp8q::cli

@@ -46,6 +46,7 @@ TORCH_LIBRARY(fp8q, m) {
   m.def("trn3_unpack_scales(Tensor onchip, str layout, int k) -> Tensor");
   m.def("pack_x4(Tensor codes, str type) -> Tensor");
   m.def("unpack_x4(Tensor image, str type) -> Tensor");
+  m.def("compare(Tensor actual, Tensor expected, str format='', int ulps=0, int worst=5) -> (Tensor, Tensor, Tensor)");
   // no tensor argument to dispatch on: one kernel for every backend
   m.impl("histogram_new", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::histogram_new));
 }
@@ -73,6 +74,7 @@ void register_kernels(torch::Library& m) {
   m.impl("trn3_unpack_scales", TORCH_FN(fp8q::torch::trn3_unpack_scales));
   m.impl("pack_x4", TORCH_FN(fp8q::torch::pack_x4));
   m.impl("unpack_x4", TORCH_FN(fp8q::torch::unpack_x4));
+  m.impl("compare", TORCH_FN(fp8q::torch::compare));
 }
 }  // namespace
 

@@ -66,4 +66,14 @@ const Format* floating_format(DType dtype) {
   }
 }
 
+const Format* element_format(DType dtype) {
+  switch (dtype) {
+    case DType::kF64: return &kF64;
+    case DType::kF8_E4M3: return &kE4M3FN;
+    case DType::kF8_E5M2: return &kE5M2;
+    case DType::kF8_E8M0: return &kE8M0;
+    default: return floating_format(dtype);
+  }
+}
+
 }  // namespace fp8q::checkpoint

@@ -50,6 +50,9 @@ std::string_view dtype_name(DType dtype);
 std::size_t dtype_bytes(DType dtype);
 // The fp8q format of a floating dtype that fp8q quantizes from (F32, BF16, F16); nullptr otherwise.
 const Format* floating_format(DType dtype);
+// The fp8q format of every floating dtype (F64, F32, BF16, F16, F8_E4M3 = e4m3fn, F8_E5M2,
+// F8_E8M0); nullptr for the integers and BOOL.
+const Format* element_format(DType dtype);
 
 // ---- errors -----------------------------------------------------------------------------------
 // A file that is not a valid safetensors file. The message names the file, the tensor and

@@ -153,4 +153,16 @@ at::Tensor trn3_unpack_scales(const at::Tensor& onchip, std::string_view layout,
 at::Tensor pack_x4(const at::Tensor& codes, std::string_view type);
 at::Tensor unpack_x4(const at::Tensor& image, std::string_view type);
 
+// ---- comparison (numerics/compare.hpp) ------------------------------------------------------------
+// actual against expected (same dtype and shape), bitwise and in ULPs as `fp8q compare` does:
+// codes of `format` (default: the dtype's own; uint8 needs one named), integer and bool tensors
+// bitwise. Returns (counts int64 [7]: count, bit_equal, differ, signed_zero, nan_payload, beyond
+// (elements not within `ulps`), max_ulps; rows int64 [worst, 5]: flat index, actual code, expected
+// code, ulps, ElementMatch, largest distance first (index -1 past the differing elements);
+// values float64 [worst, 2]: the two codes decoded). An infinite distance (NaN against a number)
+// is -1.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> compare(const at::Tensor& actual, const at::Tensor& expected,
+                                                       std::string_view format = "", std::int64_t ulps = 0,
+                                                       std::int64_t worst = 5);
+
 }  // namespace fp8q::torch
