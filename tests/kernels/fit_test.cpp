@@ -113,7 +113,7 @@ TEST_P(FitRecovers, TheGeneratingModel) {
   DotSamples s = generate_inputs({.format_a = FormatId::kE4M3FN, .format_b = FormatId::kE5M2, .cases = 20, .k = 256,
                                   .with_c = GetParam().with_c, .seed = 3});
   compute_expected(s, truth);
-  const FitReport r = fit(s, {.nearest = 3, .separation_tries = 40});
+  const FitReport r = fit(s, {.nearest = 3, .screen = 8, .separation_tries = 40});
   ASSERT_NE(std::find(r.consistent.begin(), r.consistent.end(), truth), r.consistent.end()) << candidate_name(truth);
   std::string names;
   for (const Candidate& c : r.consistent) names += candidate_name(c) + "; ";

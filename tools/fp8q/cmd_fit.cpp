@@ -1,5 +1,5 @@
 // fp8q fit IN.safetensors [--d DEVICE.safetensors] | --text A.txt B.txt D.txt --format F
-//          [--nearest N] [--tries N] [--seed S]
+//          [--nearest N] [--screen N] [--tries N] [--seed S]
 // The accumulation models consistent with a device's measurements (kernels/fit.hpp): every
 // consistent model of the grid, the nearest inconsistent ones with their misses and a first
 // counterexample, and generated inputs that separate the consistent ones. Exit 0 when some
@@ -22,7 +22,7 @@ namespace {
 struct FitArgs {
   std::string in, d, format;
   std::vector<std::string> text;
-  std::size_t nearest = 5, tries = 400;
+  std::size_t nearest = 5, screen = 64, tries = 400;
   std::uint64_t seed = 1;
 };
 
@@ -66,7 +66,7 @@ int run_fit(const FitArgs& a) {
     if (!a.format.empty()) throw UsageError("--format is for --text; a safetensors file names its formats");
     s = read_samples(a.in, a.d);
   }
-  const FitReport r = fit(s, {.nearest = a.nearest, .separation_tries = a.tries, .seed = a.seed});
+  const FitReport r = fit(s, {.nearest = a.nearest, .screen = a.screen, .separation_tries = a.tries, .seed = a.seed});
   std::printf("samples: %zu dot products of K = %zu, %s x %s, %s\n", r.samples, s.k,
               std::string(format_of(s.format_a).name).c_str(), std::string(format_of(s.format_b).name).c_str(),
               s.c.empty() ? "no C" : "with C (as accumulator input or epilogue)");
@@ -87,7 +87,7 @@ int run_fit(const FitArgs& a) {
                     candidate_name(sep.other).c_str(), sep.tries, std::max<std::size_t>(8 * s.k, 256));
     }
   }
-  if (!r.nearest.empty()) std::printf("nearest inconsistent (held longest before a miss):\n");
+  if (!r.nearest.empty()) std::printf("nearest inconsistent (fewest misses):\n");
   for (const Miss& m : r.nearest) {
     std::printf("  %s: misses %zu of %zu; first: %s\n", candidate_name(m.candidate).c_str(), m.misses, r.samples,
                 sample_summary(s, m.first.sample).c_str());
@@ -113,6 +113,8 @@ void add_fit(CLI::App& app) {
       ->expected(3);
   c->add_option("--format", f->format, "With --text: the element format of A and B");
   c->add_option("--nearest", f->nearest, "Inconsistent models to report with their misses")->capture_default_str();
+  c->add_option("--screen", f->screen, "Samples that rank the inconsistent models before the best are counted in full")
+      ->capture_default_str();
   c->add_option("--tries", f->tries, "Generated inputs tried to separate two consistent models")->capture_default_str();
   c->add_option("--seed", f->seed, "Seed of the first generated input")->capture_default_str();
   c->callback([f] {

@@ -61,13 +61,28 @@ FitReport fit(const DotSamples& s, const FitOptions& o) {
     }
     if (held == order.size()) report.consistent.push_back(c);
   }
-  // the nearest misses: those that held longest (ties: model_space order), counted in full
-  std::stable_sort(misses.begin(), misses.end(), [](const Miss& x, const Miss& y) { return x.held > y.held; });
-  misses.resize(std::min(misses.size(), o.nearest));
+  // the nearest misses: the candidates ranked by their misses on the first o.screen samples (in
+  // fit's order; ties: model_space order), the best max(10 nearest, 50) counted in full; a count
+  // stops once it passes the o.nearest-th smallest so far (that candidate cannot be reported)
+  const std::size_t screen = std::min(order.size(), o.screen);
+  for (Miss& m : misses)
+    for (std::size_t j = m.held + 1; j < screen; ++j)
+      m.misses += same_result(s.d[order[j]], predict(m.candidate, s, order[j])) ? 0 : 1;
+  std::stable_sort(misses.begin(), misses.end(), [](const Miss& x, const Miss& y) { return x.misses < y.misses; });
+  misses.resize(o.nearest == 0 ? 0 : std::min(misses.size(), std::max<std::size_t>(10 * o.nearest, 50)));
+  std::vector<std::size_t> best;  // the o.nearest smallest counts so far, ascending
   for (Miss& m : misses) {
+    const std::size_t bound = best.size() < o.nearest ? order.size() : best.back();
     m.misses = 0;
-    for (std::size_t i : order) m.misses += same_result(s.d[i], predict(m.candidate, s, i)) ? 0 : 1;
+    for (std::size_t j = 0; j < order.size() && m.misses <= bound; ++j)
+      m.misses += same_result(s.d[order[j]], predict(m.candidate, s, order[j])) ? 0 : 1;
+    if (m.misses > bound) continue;
+    best.insert(std::upper_bound(best.begin(), best.end(), m.misses), m.misses);
+    if (best.size() > o.nearest) best.pop_back();
   }
+  std::erase_if(misses, [&](const Miss& m) { return best.empty() || m.misses > best.back(); });
+  std::stable_sort(misses.begin(), misses.end(), [](const Miss& x, const Miss& y) { return x.misses < y.misses; });
+  misses.resize(std::min(misses.size(), o.nearest));
   report.nearest = std::move(misses);
   for (std::size_t j = 1; j < report.consistent.size(); ++j)
     report.separations.push_back(separate(report.consistent[0], report.consistent[j], s, o.separation_tries, o.seed));

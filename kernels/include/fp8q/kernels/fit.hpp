@@ -86,13 +86,16 @@ struct Separation {
 
 struct FitOptions {
   std::size_t nearest = 5;             // inconsistent candidates reported with their miss counts
+  std::size_t screen = 64;             // samples that rank the inconsistent candidates for that
   std::size_t separation_tries = 400;  // generated inputs tried per pair of consistent candidates
   std::uint64_t seed = 1;              // of the first try
 };
 struct FitReport {
   std::size_t samples = 0, candidates = 0;
   std::vector<Candidate> consistent{};  // model_space order: consistent[0] is the simplest
-  std::vector<Miss> nearest{};          // the inconsistent candidates that held longest
+  // the inconsistent candidates with the fewest misses, fewest first, among the max(10 nearest,
+  // 50) with the fewest misses on the first `screen` samples
+  std::vector<Miss> nearest{};
   std::vector<Separation> separations{};  // consistent[0] against each other consistent one
 };
 
