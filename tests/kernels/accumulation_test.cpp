@@ -67,7 +67,7 @@ TEST(ModelNames, FusedRoundTripGrid) {
               EXPECT_EQ(*back, m) << model_name(m);
               ++checked;
             }
-  EXPECT_EQ(checked, 4 * 4 * 3 * 2 * 3 * 3 - 4 * 2 * 3 * 3);  // less n = 1 with groups of 2 and 4
+  EXPECT_EQ(checked, 4 * 4 * 3 * 2 * 3 * 3 - 2 * 4 * 3 * 2 * 3);  // less n = 1 with groups of 2 and 4
 }
 
 // validate() names the field that is out of range.

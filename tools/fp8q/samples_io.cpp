@@ -90,9 +90,8 @@ class File {
     if (t.dtype == ck::DType::kF32) {
       v.resize(t.numel());
       std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
-      const ConvertOptions exact{.overflow = Overflow::kInfOrNan};
       for (std::size_t i = 0; i < v.size(); ++i)
-        if (std::isnan(v[i]) ? !fmt.has_nan() : decode_f32(encode_f32(v[i], fmt, exact), fmt) != v[i])
+        if (!is_value_of(v[i], fmt))
           fail(t.name, "[" + std::to_string(i / cols) + ", " + std::to_string(i % cols) + "] = " + float_text(v[i]) +
                            " is not a value of " + std::string(fmt.name));
       return v;
@@ -192,11 +191,10 @@ DotSamples read_text_samples(const std::string& a_path, const std::string& b_pat
     throw UsageError(e.what());
   }
   const Format& f = format_of(format);
-  const ConvertOptions exact{.overflow = Overflow::kInfOrNan};
   for (const auto& [values, path] : {std::pair{&t.a, &a_path}, std::pair{&t.b, &b_path}})
     for (std::size_t i = 0; i < values->size(); ++i) {
       const float v = float_of((*values)[i]);
-      if (std::isnan(v) ? !f.has_nan() : decode_f32(encode_f32(v, f, exact), f) != v)
+      if (!is_value_of(v, f))
         throw UsageError(*path + ": line " + std::to_string(i / t.k + 1) + ", value " + std::to_string(i % t.k + 1) +
                          ": " + float_text(v) + " is not a value of " + std::string(f.name));
     }

@@ -10,6 +10,11 @@
 
 namespace fp8q {
 
+bool is_value_of(float v, const Format& f) {
+  const ConvertOptions exact{.overflow = Overflow::kInfOrNan};  // Inf stays Inf only where f has it
+  return std::isnan(v) ? f.has_nan() : decode_f32(encode_f32(v, f, exact), f) == v;
+}
+
 void DotSamples::check() const {
   auto expect = [](const char* field, std::size_t got, std::size_t want) {
     if (got != want)
@@ -26,8 +31,7 @@ void DotSamples::check() const {
     const Format& f = format_of(id);
     for (std::size_t i = 0; i < values->size(); ++i) {
       const float v = (*values)[i];
-      const ConvertOptions exact{.overflow = Overflow::kInfOrNan};  // Inf stays Inf only where f has it
-      if (std::isnan(v) ? !f.has_nan() : decode_f32(encode_f32(v, f, exact), f) != v)
+      if (!is_value_of(v, f))
         throw std::invalid_argument(std::string("samples: ") + name + " value " + std::to_string(i) + " (" +
                                     float_text(v) + ") is not a value of " + std::string(f.name));
     }

@@ -41,6 +41,9 @@ struct DotSamples {
   void check() const;
 };
 
+// Whether v is exactly a value of f (Inf only where f has it; any NaN where f has NaN).
+bool is_value_of(float v, const Format& f);
+
 struct Candidate {
   AccumulationModel model;
   CRole c_role = CRole::kAccumulator;
