@@ -19,6 +19,38 @@ expect "same seed, same bytes" cmp -s "$tmp/h.st" "$tmp/h2.st"
 check "another seed" 0 '' -- "$fp8q" vectors "$tmp/h3.st" --profile hopper --cases 16 --k 64 --seed 6
 expect "another seed, other bytes" bash -c "! cmp -s '$tmp/h.st' '$tmp/h3.st'"
 
+# ---- npz: the same arrays, read back with the standard library (zipfile, the .npy 1.0 header)
+check "vectors with npz" 0 '' -- "$fp8q" vectors "$tmp/n.st" --profile hopper --with-c --format-b e2m1 --cases 4 --k 8 --npz "$tmp/n.npz"
+cat > "$tmp/npz.py" <<'PYEOF'
+import ast, json, struct, sys, zipfile
+st, npz = sys.argv[1], sys.argv[2]
+raw = open(st, 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+z = zipfile.ZipFile(npz)
+assert z.testzip() is None, 'CRC'
+arrays = {}
+for name in z.namelist():
+    b = z.read(name)
+    assert b[:8] == b'\x93NUMPY\x01\x00', name
+    hl = struct.unpack('<H', b[8:10])[0]
+    assert (10 + hl) % 64 == 0, name
+    h = ast.literal_eval(b[10:10 + hl].decode())
+    arrays[name[:-4]] = (h['descr'], h['shape'], b[10 + hl:])
+assert sorted(arrays) == ['a', 'a_codes', 'b', 'b_codes', 'c', 'd'], sorted(arrays)
+assert arrays['a'][1] == (4, 8) and arrays['b'][1] == (8, 4) and arrays['d'][1] == (4, 4)
+for t in ('c', 'd'):
+    b, e = header[t]['data_offsets']
+    assert arrays[t][2] == data[b:e], t
+assert arrays['a_codes'][2] == data[slice(*header['a']['data_offsets'])]  # e4m3fn: one code a byte
+codes = arrays['b_codes'][2]
+b, e = header['b']['data_offsets']
+packed = bytes(codes[2 * i] | codes[2 * i + 1] << 4 for i in range(len(codes) // 2))
+assert packed == data[b:e], 'e2m1 codes'
+print('npz ok')
+PYEOF
+check "npz matches the safetensors" 0 '' -- /usr/bin/python3 "$tmp/npz.py" "$tmp/n.st" "$tmp/n.npz"
+
 # ---- fit recovers the generator
 check "fit hopper vectors" 0 '' -- "$fp8q" fit "$tmp/h.st"
 expect "hopper consistent first" bash -c "grep -A1 '^consistent with every sample' '$tmp/out' | grep -qx '  fused:32:13:rtz'"

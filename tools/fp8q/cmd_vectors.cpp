@@ -1,5 +1,5 @@
 // fp8q vectors OUT.safetensors [--profile P | --model M] [--with-c] [--c-role R]
-//              [--format F | --format-a F --format-b F] [--cases N] [--k K] [--seed S]
+//              [--format F | --format-a F --format-b F] [--cases N] [--k K] [--seed S] [--npz P]
 // Conformance vectors (kernels/vectors.hpp): A, B (and C) chosen to separate accumulation
 // models, and D as the profile's or model's chip computes it; without a profile or model only
 // the inputs (a device harness, or `fp8q matmul`, computes D). docs/validation-fit-section.md.
@@ -17,7 +17,7 @@ namespace fp8q::cli {
 namespace {
 
 struct VectorsArgs {
-  std::string out, profile, model, c_role = "accumulator", format, format_a, format_b;
+  std::string out, npz, profile, model, c_role = "accumulator", format, format_a, format_b;
   bool with_c = false;
   std::size_t cases = 64, k = 256;
   std::uint64_t seed = 0;
@@ -71,6 +71,7 @@ void run_vectors(const VectorsArgs& a) {
   }
   if (a.with_c) meta["fp8q.c_role"] = std::string(c_role_name(*role));
   write_samples(a.out, s, expected.has_value(), meta);
+  if (!a.npz.empty()) write_samples_npz(a.npz, s, expected.has_value());
   std::printf("%s: %zu x %zu dot products of K = %zu, %s x %s%s; %s\n", a.out.c_str(), s.m, s.n, s.k,
               std::string(format_of(s.format_a).name).c_str(), std::string(format_of(s.format_b).name).c_str(),
               a.with_c ? (", with C (" + a.c_role + ")").c_str() : "",
@@ -85,6 +86,7 @@ void add_vectors(CLI::App& app) {
   c->add_option("OUT", v->out, "Output .safetensors: a [M, K], b [K, N], c [M, N] (--with-c), d [M, N]")
       ->required()
       ->check(safetensors_path());
+  c->add_option("--npz", v->npz, "Also write the arrays as NumPy .npz (a, b values; a_codes, b_codes; c; d)");
   c->add_option("--profile", v->profile, "D as this device computes it: trn2 trn3 ocp hopper fp32");
   c->add_option("--model", v->model, "D under this model, e.g. fused:32:13:rtz, fused:32:align24:result23:rne:group4");
   c->add_flag("--with-c", v->with_c, "Add C [M, N] F32");

@@ -12,6 +12,7 @@
 #include "fp8q/checkpoint/mma_text.hpp"
 #include "fp8q/checkpoint/safetensors.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "npz.hpp"
 #include "verbs.hpp"
 
 namespace fp8q::cli {
@@ -23,14 +24,14 @@ ck::DType codes_dtype(FormatId f) {
   return f == FormatId::kE4M3FN ? ck::DType::kF8_E4M3 : f == FormatId::kE5M2 ? ck::DType::kF8_E5M2 : ck::DType::kU8;
 }
 
-// Codes of values (row-major rows x cols), e2m1 packed two per byte.
-std::vector<std::byte> to_codes(const std::vector<float>& v, FormatId f) {
+// Codes of values (row-major rows x cols), e2m1 packed two per byte unless `one_per_byte`.
+std::vector<std::byte> to_codes(const std::vector<float>& v, FormatId f, bool one_per_byte = false) {
   const Format& fmt = format_of(f);
   const ConvertOptions exact{.overflow = Overflow::kInfOrNan};
   std::vector<std::byte> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     const auto code = static_cast<std::uint8_t>(encode_f32(v[i], fmt, exact));
-    if (f != FormatId::kE2M1) out.push_back(std::byte{code});
+    if (f != FormatId::kE2M1 || one_per_byte) out.push_back(std::byte{code});
     else if (i % 2 == 0) out.push_back(std::byte{code});
     else out.back() |= std::byte{static_cast<std::uint8_t>(code << 4)};
   }
@@ -129,6 +130,14 @@ class File {
   ck::Reader in_;
 };
 
+// B as K x N rows (the files' layout) from the samples' columns.
+std::vector<float> b_rows(const DotSamples& s) {
+  std::vector<float> b(s.k * s.n);
+  for (std::size_t j = 0; j < s.n; ++j)
+    for (std::size_t k = 0; k < s.k; ++k) b[k * s.n + j] = s.bt[j * s.k + k];
+  return b;
+}
+
 std::string read_text(const std::string& path) {
   const std::vector<std::byte> bytes = read_all(path);
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
@@ -138,9 +147,7 @@ std::string read_text(const std::string& path) {
 
 void write_samples(const std::string& path, const DotSamples& s, bool with_d,
                    const std::map<std::string, std::string>& metadata) {
-  std::vector<float> b(s.k * s.n);  // B is K x N in the file
-  for (std::size_t j = 0; j < s.n; ++j)
-    for (std::size_t k = 0; k < s.k; ++k) b[k * s.n + j] = s.bt[j * s.k + k];
+  const std::vector<float> b = b_rows(s);
   const std::vector<std::byte> ca = to_codes(s.a, s.format_a), cb = to_codes(b, s.format_b);
   auto last = [](FormatId f, std::size_t cols) { return f == FormatId::kE2M1 ? (cols + 1) / 2 : cols; };
   if ((s.format_a == FormatId::kE2M1 && s.k % 2 != 0) || (s.format_b == FormatId::kE2M1 && s.n % 2 != 0))
@@ -154,6 +161,18 @@ void write_samples(const std::string& path, const DotSamples& s, bool with_d,
   meta["fp8q.elem.a"] = std::string(format_of(s.format_a).name);
   meta["fp8q.elem.b"] = std::string(format_of(s.format_b).name);
   ck::write_file(path, tensors, meta);
+}
+
+void write_samples_npz(const std::string& path, const DotSamples& s, bool with_d) {
+  const std::vector<float> b = b_rows(s);
+  const std::vector<std::byte> ca = to_codes(s.a, s.format_a, true), cb = to_codes(b, s.format_b, true);
+  std::vector<NpyArray> arrays = {{"a", "<f4", {s.m, s.k}, std::as_bytes(std::span(s.a))},
+                                  {"b", "<f4", {s.k, s.n}, std::as_bytes(std::span(b))},
+                                  {"a_codes", "|u1", {s.m, s.k}, ca},
+                                  {"b_codes", "|u1", {s.k, s.n}, cb}};
+  if (!s.c.empty()) arrays.push_back({"c", "<f4", {s.m, s.n}, std::as_bytes(std::span(s.c))});
+  if (with_d) arrays.push_back({"d", "<f4", {s.m, s.n}, std::as_bytes(std::span(s.d))});
+  write_npz(path, arrays);
 }
 
 DotSamples read_samples(const std::string& path, const std::string& d_path) {

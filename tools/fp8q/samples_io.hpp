@@ -19,6 +19,10 @@ namespace fp8q::cli {
 void write_samples(const std::string& path, const DotSamples& s, bool with_d,
                    const std::map<std::string, std::string>& metadata);
 
+// The same arrays as NumPy .npz (npz.hpp): a, b as float32 values, a_codes, b_codes as uint8
+// (one code per byte, e2m1 included), c and d as float32.
+void write_samples_npz(const std::string& path, const DotSamples& s, bool with_d);
+
 // Reads a, b, optional c from `path`, and d from `d_path` (empty: from `path`). Throws
 // UsageError naming the file, the tensor and the field.
 DotSamples read_samples(const std::string& path, const std::string& d_path);
