@@ -1,4 +1,5 @@
-// The fast fused:n:f:rtz|rne[:promoteP] GEMM (NVIDIA tensor cores; Hopper FP8 is fused:32:13:rtz):
+// The fast fused:n:f:rtz|rne[:promoteP] GEMM (NVIDIA tensor cores; Hopper FP8 is fused:32:13:rtz),
+// and fused:n:alignA:resultR with A <= 26 (product groups of 1; :groupG runs the reference):
 // operands decoded to fp32 with their model exponents, each step of n products computed by the
 // micro-kernel in integers (isa/fused.hpp), C carried from step to step in fp32.
 //
@@ -118,7 +119,9 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
   const std::size_t seg = block_scaled(g) ? kScaleBlock : std::max<std::size_t>(K, 1);
   const std::size_t steps_max = std::max<std::size_t>(1, kKc / step), kc_max = steps_max * step;
   const std::size_t slots_max = steps_max * (step + step % 2);  // each step padded to an even length
-  const FuTile base{.frac_bits = o.model.frac_bits, .nearest_even = o.model.rounding == Rounding::kNearestEven};
+  const FuTile base{.align_bits = o.model.align_bits,
+                    .result_bits = o.model.result_bits,
+                    .nearest_even = o.model.rounding == Rounding::kNearestEven};
 
   std::vector<float> carry(rows * N), partial(rows * N);
   AlignedBuffer<float> ap(kMc * slots_max), bp(kNc * slots_max);
@@ -249,10 +252,10 @@ bool kernel_takes_c0(const GemmArgs& g, const GemmOptions& o) {
 
 ModelPath fused_path(const GemmArgs& g, const GemmOptions& o) {
   if (o.model.kind != AccumKind::kFused || mx_scaled(g)) return {};
-  if (!kernel_takes_c0(g, o)) return {};
-  // a step's integer sum: (n + 1) terms below 2^(f + 2) each must fit an int32
+  if (!kernel_takes_c0(g, o) || o.model.group != 1 || o.model.align_bits > kFuMaxAlign) return {};
+  // a step's integer sum: (n + 1) terms below 2^(A + 2) each must fit an int32
   const auto n = static_cast<std::uint64_t>(o.model.block);
-  if ((n + 1) << (o.model.frac_bits + 2) > (std::uint64_t{1} << 31)) return {};
+  if ((n + 1) << (o.model.align_bits + 2) > (std::uint64_t{1} << 31)) return {};
   const bool avx2 = pick_kernel() != fused_kernel_generic();
   return {.rows = &rows_impl, .isa = avx2 ? "avx2" : "generic"};
 }

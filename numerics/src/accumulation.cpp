@@ -112,60 +112,97 @@ class ExactSum {
   float round(const Format& to, Rounding r) const {
     if (nan_ || (pos_inf_ && neg_inf_)) return float_of(kCanonicalNan);
     if (pos_inf_ || neg_inf_) return float_of(neg_inf_ ? 0xFF800000u : 0x7F800000u);
-    int lo = 0, hi = 0;
+    const Magnitude mag = magnitude();
+    const ConvertOptions opts{.rounding = r, .overflow = Overflow::kInfOrNan};
+    if (mag.top < 0) return decode(encode_exact(negative_zero(), 0, 0, to, opts).code, to);
+    // the 64 bits below the leading one, the rest or-ed into the last bit (sticky): the
+    // rounding to <= 24 bits sees the same value class as the exact sum
+    const int lead = mag.lead() - mag.lo;
+    std::uint64_t sig;
+    int exp;
+    if (lead < 64) {
+      sig = mag.big[0];
+      exp = mag.lo;
+    } else {
+      const int shift = lead - 63;
+      sig = bits_at(mag.big, shift);
+      bool sticky = false;
+      for (int w = 0; w < shift / 64; ++w) sticky = sticky || mag.big[w] != 0;
+      if (shift % 64 != 0) sticky = sticky || (mag.big[shift / 64] << (64 - shift % 64)) != 0;
+      sig |= sticky ? 1 : 0;
+      exp = mag.lo + shift;
+    }
+    return decode(encode_exact(mag.negative, sig, exp, to, opts).code, to);
+  }
+
+  // The finite sum as a term (the fused model's product groups): zero keeps the IEEE sign
+  // (-0 only when every term was -0); otherwise model_exp is the exponent of the leading bit
+  // and the term is the sum truncated toward zero to a multiple of 2^quantum, which needs the
+  // sum below 2^(quantum + 64). Only for sums without special terms.
+  Term truncated(int quantum) const {
+    const Magnitude mag = magnitude();
+    Term t;
+    if (mag.top < 0) {
+      t.negative = negative_zero();
+      return t;
+    }
+    t.negative = mag.negative;
+    t.model_exp = mag.lead();
+    const int from = std::max(quantum, mag.lo);
+    if (t.model_exp - from >= 64) throw std::logic_error("ExactSum: truncated term wider than 64 bits");
+    if (t.model_exp >= from) t.sig = bits_at(mag.big, from - mag.lo);
+    t.exp = from;
+    return t;
+  }
+  // The exponent of the finite sum's leading bit; nullopt when it is zero.
+  std::optional<int> lead() const {
+    const Magnitude mag = magnitude();
+    return mag.top < 0 ? std::nullopt : std::optional<int>(mag.lead());
+  }
+  bool special() const { return nan_ || pos_inf_ || neg_inf_; }
+
+ private:
+  static constexpr int kWords = 20;
+
+  // |finite sum| = big * 2^lo, with its sign; top = the highest nonzero word (-1: zero).
+  struct Magnitude {
+    std::array<std::uint64_t, kWords> big{};
+    int lo = 0, top = -1;
+    bool negative = false;
+    int lead() const { return lo + top * 64 + bit_length(big[top]) - 1; }
+  };
+  Magnitude magnitude() const {
+    Magnitude m;
+    int hi = 0;
     for (std::size_t i = 0; i < terms_.size(); ++i) {
-      lo = i == 0 ? terms_[i].exp : std::min(lo, terms_[i].exp);
+      m.lo = i == 0 ? terms_[i].exp : std::min(m.lo, terms_[i].exp);
       hi = i == 0 ? terms_[i].exp + 64 : std::max(hi, terms_[i].exp + 64);
     }
     // one spare word for the carries of up to 2^64 terms
-    const int words = terms_.empty() ? 1 : (hi - lo) / 64 + 2;
+    const int words = terms_.empty() ? 1 : (hi - m.lo) / 64 + 2;
     if (words > kWords) throw std::logic_error("ExactSum: term exponents span more than the accumulator");
     std::array<std::uint64_t, kWords> pos{}, neg{};
-    for (const Term& t : terms_) accumulate(t.negative ? neg : pos, t.sig, t.exp - lo);
+    for (const Term& t : terms_) accumulate(t.negative ? neg : pos, t.sig, t.exp - m.lo);
     // magnitude = |pos - neg|, sign from the comparison
-    bool negative = false;
     for (int w = words - 1; w >= 0; --w)
       if (pos[w] != neg[w]) {
-        negative = neg[w] > pos[w];
+        m.negative = neg[w] > pos[w];
         break;
       }
-    std::array<std::uint64_t, kWords>& big = negative ? neg : pos;
-    const std::array<std::uint64_t, kWords>& small = negative ? pos : neg;
+    std::array<std::uint64_t, kWords>& big = m.negative ? neg : pos;
+    const std::array<std::uint64_t, kWords>& small = m.negative ? pos : neg;
     std::uint64_t borrow = 0;
     for (int w = 0; w < words; ++w) {
       const std::uint64_t s = small[w] + borrow;
       borrow = (s < borrow) || (big[w] < s) ? 1 : 0;
       big[w] -= s;
     }
-    int top = words - 1;
-    while (top >= 0 && big[top] == 0) --top;
-    const ConvertOptions opts{.rounding = r, .overflow = Overflow::kInfOrNan};
-    if (top < 0) {  // exact zero: -0 only when every term was -0
-      const bool neg_zero = count_ > 0 && all_negative_zero_;
-      return decode(encode_exact(neg_zero, 0, 0, to, opts).code, to);
-    }
-    // the 64 bits below the leading one, the rest or-ed into the last bit (sticky): the
-    // rounding to <= 24 bits sees the same value class as the exact sum
-    const int lead = top * 64 + bit_length(big[top]) - 1;
-    std::uint64_t sig;
-    int exp;
-    if (lead < 64) {
-      sig = big[0];
-      exp = lo;
-    } else {
-      const int shift = lead - 63;
-      sig = bits_at(big, shift);
-      bool sticky = false;
-      for (int w = 0; w < shift / 64; ++w) sticky = sticky || big[w] != 0;
-      if (shift % 64 != 0) sticky = sticky || (big[shift / 64] << (64 - shift % 64)) != 0;
-      sig |= sticky ? 1 : 0;
-      exp = lo + shift;
-    }
-    return decode(encode_exact(negative, sig, exp, to, opts).code, to);
+    m.big = big;
+    m.top = words - 1;
+    while (m.top >= 0 && m.big[m.top] == 0) --m.top;
+    return m;
   }
-
- private:
-  static constexpr int kWords = 20;
+  bool negative_zero() const { return count_ > 0 && all_negative_zero_; }
 
   static void accumulate(std::array<std::uint64_t, kWords>& acc, std::uint64_t sig, int offset) {
     const int w = offset / 64, b = offset % 64;
@@ -265,23 +302,35 @@ float dot_systolic(const Products& p, std::size_t tile, float c) {
   return psum;
 }
 
-// One fused step: C plus the products [begin, end).
+// One fused step: C plus the products [begin, end), in groups of m.group (accumulation.hpp).
 float fused_step(const Products& p, std::size_t begin, std::size_t end, float c, const Format& layout,
                  const AccumulationModel& m) {
+  // the terms: C, then each product (G = 1) or each group's exact sum; a group with a special
+  // product contributes its products unchanged (the specials decide the result alone)
   std::vector<Term> terms;
+  std::vector<ExactSum> groups;
   terms.reserve(end - begin + 1);
   terms.push_back(term_of(c));
-  for (std::size_t k = begin; k < end; ++k) terms.push_back(p[k]);
-  // E: the largest exponent among nonzero finite terms (specials decide the result alone)
-  bool any = false;
-  int e_max = 0;
-  for (const Term& t : terms)
-    if (t.kind == TermKind::kFinite && t.sig != 0) {
-      e_max = any ? std::max(e_max, t.model_exp) : t.model_exp;
-      any = true;
+  const auto g = static_cast<std::size_t>(m.group);
+  for (std::size_t k = begin; k < end; k += g) {
+    if (g == 1) {
+      terms.push_back(p[k]);
+      continue;
     }
+    ExactSum s;
+    std::vector<Term> members;
+    for (std::size_t j = k; j < std::min(end, k + g); ++j) members.push_back(p[j]), s.add(members.back());
+    if (s.special()) terms.insert(terms.end(), members.begin(), members.end());
+    else groups.push_back(std::move(s));
+  }
+  // E: the largest exponent among nonzero finite terms (specials decide the result alone)
+  std::optional<int> e_max;
+  for (const Term& t : terms)
+    if (t.kind == TermKind::kFinite && t.sig != 0) e_max = std::max(e_max.value_or(t.model_exp), t.model_exp);
+  for (const ExactSum& s : groups)
+    if (const auto lead = s.lead()) e_max = std::max(e_max.value_or(*lead), *lead);
   ExactSum s;
-  const int quantum = e_max - m.frac_bits;  // each term truncated to a multiple of 2^quantum
+  const int quantum = e_max.value_or(0) - m.align_bits;  // each term truncated to a multiple of 2^quantum
   for (Term t : terms) {
     if (t.kind == TermKind::kFinite && t.sig != 0 && t.exp < quantum) {
       const int shift = quantum - t.exp;
@@ -290,13 +339,14 @@ float fused_step(const Products& p, std::size_t begin, std::size_t end, float c,
     }
     s.add(t);
   }
+  for (const ExactSum& group : groups) s.add(group.truncated(quantum));
   return s.round(layout, m.rounding);
 }
 
 // Without promotion C_0 = c is the first step's carried C; with it, c starts the fp32
 // accumulator the promoted partials (each from +0) are added into.
 float dot_fused(const Products& p, const AccumulationModel& m, float c_in) {
-  const Format layout{"fused", 8, m.frac_bits, 127, true, Specials::kIeee};  // fp32 with f mantissa bits
+  const Format layout{"fused", 8, m.result_bits, 127, true, Specials::kIeee};  // fp32 with R mantissa bits
   const std::size_t n = static_cast<std::size_t>(m.block);
   if (m.promote == 0) {
     float c = c_in;
@@ -366,6 +416,30 @@ std::optional<int> parse_int(std::string_view s) {
   return v;
 }
 
+// "value" after `prefix` (e.g. "group4" -> 4); nullopt when the part is something else.
+std::optional<int> parse_tagged(std::string_view part, std::string_view prefix) {
+  return part.starts_with(prefix) ? parse_int(part.substr(prefix.size())) : std::nullopt;
+}
+
+// fused:n:f:ROUNDING or fused:n:alignA:resultR:ROUNDING, then :groupG and :promoteP, each
+// optional, in this order.
+std::optional<AccumulationModel> parse_fused(const std::vector<std::string_view>& p) {
+  std::size_t i = 2;
+  std::optional<int> align, result;
+  if (auto f = parse_int(p[i])) {
+    align = result = f, i += 1;
+  } else if (p.size() >= 5) {
+    align = parse_tagged(p[2], "align"), result = parse_tagged(p[3], "result"), i += 2;
+  }
+  const auto n = parse_int(p[1]);
+  const auto r = i < p.size() ? parse_rounding(p[i++]) : std::nullopt;
+  std::optional<int> group = 1, promote = 0;
+  if (i < p.size() && p[i].starts_with("group")) group = parse_tagged(p[i++], "group");
+  if (i < p.size()) promote = parse_tagged(p[i++], "promote");
+  if (!n || !align || !result || !r || !group || !promote || i != p.size()) return std::nullopt;
+  return AccumulationModel::fused_widths(*n, *align, *result, *r, *group, *promote);
+}
+
 }  // namespace
 
 void validate(const AccumulationModel& m) {
@@ -382,7 +456,12 @@ void validate(const AccumulationModel& m) {
       return;
     case AccumKind::kFused:
       if (m.block < 1 || m.block > 4096) fail("products per step n must be in [1, 4096], got " + std::to_string(m.block));
-      if (m.frac_bits < 1 || m.frac_bits > 23) fail("frac_bits must be in [1, 23], got " + std::to_string(m.frac_bits));
+      if (m.align_bits < 1 || m.align_bits > 60)
+        fail("alignment width align_bits must be in [1, 60], got " + std::to_string(m.align_bits));
+      if (m.result_bits < 1 || m.result_bits > 23)
+        fail("result width result_bits must be in [1, 23], got " + std::to_string(m.result_bits));
+      if (m.group < 1 || m.group > m.block)
+        fail("product group size must be in [1, n = " + std::to_string(m.block) + "], got " + std::to_string(m.group));
       if (m.rounding != Rounding::kTowardZero && m.rounding != Rounding::kNearestEven)
         fail("rounding must be rtz or rne");
       if (m.promote < 0 || (m.promote > 0 && m.promote % m.block != 0))
@@ -397,8 +476,11 @@ std::string model_name(const AccumulationModel& m) {
     case AccumKind::kExactBlock: return "exact_block:" + std::to_string(m.block);
     case AccumKind::kSystolic: return "systolic:" + std::to_string(m.block);
     case AccumKind::kFused: {
-      std::string s = "fused:" + std::to_string(m.block) + ":" + std::to_string(m.frac_bits) + ":" +
-                      std::string(rounding_name(m.rounding));
+      std::string s = "fused:" + std::to_string(m.block) + ":";
+      if (m.align_bits == m.result_bits) s += std::to_string(m.result_bits);
+      else s += "align" + std::to_string(m.align_bits) + ":result" + std::to_string(m.result_bits);
+      s += ":" + std::string(rounding_name(m.rounding));
+      if (m.group != 1) s += ":group" + std::to_string(m.group);
       if (m.promote > 0) s += ":promote" + std::to_string(m.promote);
       return s;
     }
@@ -420,12 +502,8 @@ std::optional<AccumulationModel> parse_model(std::string_view name) {
   } else if ((p[0] == "exact_block" || p[0] == "systolic") && p.size() == 2) {
     if (auto b = parse_int(p[1]))
       m = p[0] == "exact_block" ? AccumulationModel::exact_block(*b) : AccumulationModel::systolic(*b);
-  } else if (p[0] == "fused" && (p.size() == 4 || p.size() == 5)) {
-    const auto n = parse_int(p[1]), f = parse_int(p[2]);
-    const auto r = parse_rounding(p[3]);
-    std::optional<int> promote = 0;
-    if (p.size() == 5) promote = p[4].starts_with("promote") ? parse_int(p[4].substr(7)) : std::nullopt;
-    if (n && f && r && promote) m = AccumulationModel::fused(*n, *f, *r, *promote);
+  } else if (p[0] == "fused" && p.size() >= 4) {
+    m = parse_fused(p);
   } else if (p[0] == "trainium3_mx" && p.size() >= 2 && p.size() <= 4) {
     AccumulationModel t = AccumulationModel::trainium3_mx(Trn3Layout::kWrapX);
     bool ok = p[1] == "wrapx" || p[1] == "1x32";

@@ -58,18 +58,9 @@ TEST(IndexMutation, SeedsBehave) {
 }
 
 TEST(IndexMutation, TwentyThousandMutationsOnlyFormatErrors) {
-  const auto seeds = load_corpus();
   SplitMix64 rng{0x1D3Eull};
-  std::size_t accepted = 0, rejected = 0;
-  for (int i = 0; i < 20000; ++i) {
-    const auto& seed = seeds[rng.below(seeds.size())].second;
-    const std::string input = mutate(seed, rng);
-    try {
-      (fuzz::index_one_input(input) ? accepted : rejected)++;
-    } catch (const std::exception& e) {
-      FAIL() << "mutation " << i << ": " << e.what();
-    }
-  }
+  const auto [accepted, rejected] = testing::run_mutations(
+      load_corpus(), rng, 20000, mutate, [](const std::string& s) { return fuzz::index_one_input(s); });
   // Both outcomes occur: the mutations reach past the first check.
   EXPECT_GT(accepted, 100u);
   EXPECT_GT(rejected, 1000u);

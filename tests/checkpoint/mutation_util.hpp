@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,24 @@ inline std::vector<std::pair<std::string, std::string>> load_corpus(const std::f
   }
   std::sort(seeds.begin(), seeds.end());
   return seeds;
+}
+
+// Runs `one_input` (a fuzz body: true when accepted, false when rejected with the expected
+// error, anything else thrown is a failure) on `count` mutations of randomly chosen seeds;
+// returns (accepted, rejected), or throws std::runtime_error naming the mutation that failed.
+template <class Mutate, class OneInput>
+std::pair<std::size_t, std::size_t> run_mutations(const std::vector<std::pair<std::string, std::string>>& seeds,
+                                                  SplitMix64& rng, int count, Mutate&& mutate, OneInput&& one_input) {
+  std::size_t accepted = 0, rejected = 0;
+  for (int i = 0; i < count; ++i) {
+    const std::string input = mutate(seeds[rng.below(seeds.size())].second, rng);
+    try {
+      (one_input(input) ? accepted : rejected)++;
+    } catch (const std::exception& e) {
+      throw std::runtime_error("mutation " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return {accepted, rejected};
 }
 
 }  // namespace fp8q::checkpoint::testing

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <xmmintrin.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -29,24 +30,77 @@ std::uint32_t bits(float x) { return bits_of(x); }
 TEST(ModelNames, RoundTrip) {
   for (const char* name : {"fp32_sequential", "exact_block:32", "systolic:128", "systolic:256", "fused:32:13:rtz",
                            "fused:32:13:rne", "fused:32:13:rtz:promote128", "trainium3_mx:wrapx", "trainium3_mx:1x32",
-                           "trainium3_mx:1x32:rounded_partition_sum", "trainium3_mx:wrapx:round_then_add"}) {
+                           "trainium3_mx:1x32:rounded_partition_sum", "trainium3_mx:wrapx:round_then_add",
+                           "fused:32:align24:result23:rtz", "fused:16:align14:result13:rne:group2",
+                           "fused:32:13:rtz:group4:promote128", "fused:8:align60:result1:rtz:group8"}) {
     const auto m = parse_model(name);
     ASSERT_TRUE(m.has_value()) << name;
     EXPECT_EQ(model_name(*m), name);
   }
   EXPECT_EQ(*parse_model("fused:32:13:rtz"), M::hopper());
   EXPECT_EQ(*parse_model("exact_block:32"), M::exact_block(32));
+  // equal widths have one name: fused:n:f; group 1 is not named
+  EXPECT_EQ(*parse_model("fused:32:align13:result13:rtz:group1"), M::hopper());
+  EXPECT_EQ(*parse_model("fused:32:align24:result23:rne:group4:promote128"),
+            M::fused_widths(32, 24, 23, Rounding::kNearestEven, 4, 128));
+  EXPECT_EQ(M::hopper().align_bits, 13);
+  EXPECT_EQ(M::hopper().result_bits, 13);
+  EXPECT_EQ(M::hopper().group, 1);
+}
+
+// parse_model(model_name(m)) == m over a grid of every fused parameter.
+TEST(ModelNames, FusedRoundTripGrid) {
+  int checked = 0;
+  for (int n : {1, 4, 32, 4096})
+    for (int align : {1, 13, 24, 60})
+      for (int result : {1, 13, 23})
+        for (Rounding r : {Rounding::kTowardZero, Rounding::kNearestEven})
+          for (int group : {1, 2, 4})
+            for (int promote : {0, 1, 4096}) {
+              const M m = M::fused_widths(n, align, result, r, group, promote * n);
+              if (group > n) {
+                EXPECT_THROW(validate(m), std::invalid_argument);
+                continue;
+              }
+              const auto back = parse_model(model_name(m));
+              ASSERT_TRUE(back.has_value()) << model_name(m);
+              EXPECT_EQ(*back, m) << model_name(m);
+              ++checked;
+            }
+  EXPECT_EQ(checked, 4 * 4 * 3 * 2 * 3 * 3 - 2 * 4 * 3 * 2 * 3);  // less n = 1 with groups of 2 and 4
+}
+
+// validate() names the field that is out of range.
+TEST(ModelNames, ValidateNamesTheField) {
+  auto message = [](const M& m) {
+    try {
+      validate(m);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message(M::fused_widths(32, 0, 13, Rounding::kTowardZero)).find("align_bits"), std::string::npos);
+  EXPECT_NE(message(M::fused_widths(32, 61, 13, Rounding::kTowardZero)).find("align_bits"), std::string::npos);
+  EXPECT_NE(message(M::fused_widths(32, 13, 24, Rounding::kTowardZero)).find("result_bits"), std::string::npos);
+  EXPECT_NE(message(M::fused_widths(32, 13, 13, Rounding::kTowardZero, 0)).find("group"), std::string::npos);
+  EXPECT_NE(message(M::fused_widths(4, 13, 13, Rounding::kTowardZero, 8)).find("group"), std::string::npos);
+  EXPECT_EQ(message(M::fused_widths(4, 60, 1, Rounding::kNearestEven, 4, 8)), "(accepted)");
 }
 
 TEST(ModelNames, RejectsMalformedAndOutOfRange) {
   for (const char* bad : {"", "fp32", "fp32_sequential:1", "exact_block", "exact_block:x", "systolic:12a",
                           "fused:32:13", "fused:32:13:up", "fused:32:13:rtz:every128", "trainium3_mx",
-                          "trainium3_mx:wrap", "trainium3_mx:1x32:round_then_add:round_then_add"})
+                          "trainium3_mx:wrap", "trainium3_mx:1x32:round_then_add:round_then_add",
+                          "fused:32:align24:rtz", "fused:32:result23:align24:rtz", "fused:32:align24:result23",
+                          "fused:32:13:rtz:promote128:group4", "fused:32:13:rtz:groupx", "fused:32:13:rtz:group4:x"})
     EXPECT_FALSE(parse_model(bad).has_value()) << bad;
   EXPECT_THROW(parse_model("exact_block:0"), std::invalid_argument);
   EXPECT_THROW(parse_model("fused:32:24:rtz"), std::invalid_argument);
   EXPECT_THROW(parse_model("fused:32:13:rup"), std::invalid_argument);  // a rounding, but not rtz/rne
   EXPECT_THROW(parse_model("fused:32:13:rtz:promote100"), std::invalid_argument);  // not a multiple of 32
+  EXPECT_THROW(parse_model("fused:32:align24:result24:rtz"), std::invalid_argument);
+  EXPECT_THROW(parse_model("fused:4:13:rtz:group8"), std::invalid_argument);  // a group longer than a step
 }
 
 // ---- hand-worked cases: each pair of models differs on one of these -------------------------------
@@ -94,6 +148,36 @@ TEST(ModelCases, FusedCarriesCAcrossSteps) {
   // n = 4 puts all three in one step, where E = 0 truncates both 2^-14
   EXPECT_EQ(dot(M::fused(2, 13, Rounding::kTowardZero), {0x1p-14f, 0x1p-14f, 1.0f}, {1, 1, 1}), 1.0f + 0x1p-13f);
   EXPECT_EQ(dot(M::fused(4, 13, Rounding::kTowardZero), {0x1p-14f, 0x1p-14f, 1.0f}, {1, 1, 1}), 1.0f);
+}
+
+// The alignment width A and the result width R apart: with A = 16 the two 2^-14 survive the
+// alignment that A = 13 truncates away; with R = 13 below A, rne sees the kept bits as a tie
+// (1 + 2^-14: even, 1) or above one (1 + 1.5 * 2^-14: up).
+TEST(ModelCases, FusedAlignmentAndResultWidths) {
+  const std::vector<float> one = {1, 1, 1};
+  EXPECT_EQ(dot(M::hopper(), {1.0f, 0x1p-14f, 0x1p-14f}, one), 1.0f);
+  EXPECT_EQ(dot(M::fused_widths(32, 16, 13, Rounding::kTowardZero), {1.0f, 0x1p-14f, 0x1p-14f}, one), 1.0f + 0x1p-13f);
+  EXPECT_EQ(dot(M::fused_widths(32, 16, 13, Rounding::kNearestEven), {1.0f, 0x1p-14f}, {1, 1}), 1.0f);
+  EXPECT_EQ(dot(M::fused_widths(32, 16, 13, Rounding::kNearestEven), {1.0f, 0x1.8p-14f}, {1, 1}), 1.0f + 0x1p-13f);
+  // R wider than A: the sum of truncated terms is kept whole
+  EXPECT_EQ(dot(M::fused_widths(32, 13, 23, Rounding::kTowardZero), {1.5f, 1.5f, 0x1p-13f}, one), 3.0f + 0x1p-13f);
+}
+
+// Product groups: {1, -1} cancels inside its group, so the step's E comes from 2^-19 and the
+// 2^-20 products survive; a group's exponent is that of its sum (3 = 1.5 + 1.5: 2^1), which
+// moves the quantum to 2^-12.
+TEST(ModelCases, FusedProductGroups) {
+  const std::vector<float> one = {1, 1, 1, 1};
+  EXPECT_EQ(bits(dot(M::hopper(), {1.0f, -1.0f, 0x1p-20f, 0x1p-20f}, one)), 0u);
+  EXPECT_EQ(dot(M::fused_widths(32, 13, 13, Rounding::kTowardZero, 2), {1.0f, -1.0f, 0x1p-20f, 0x1p-20f}, one), 0x1p-19f);
+  EXPECT_EQ(dot(M::fused_widths(4, 13, 20, Rounding::kTowardZero, 1), {1.5f, 1.5f, 0x1p-13f, 0.0f}, one), 3.0f + 0x1p-13f);
+  EXPECT_EQ(dot(M::fused_widths(4, 13, 20, Rounding::kTowardZero, 2), {1.5f, 1.5f, 0x1p-13f, 0.0f}, one), 3.0f);
+  // specials in a group decide the result; groups of -0 products with C = -0 are -0, one +0 is +0
+  const M grouped = M::fused_widths(4, 13, 13, Rounding::kTowardZero, 2);
+  EXPECT_TRUE(std::isnan(dot(grouped, {1.0f, NAN, 2.0f, 0.0f}, one)));
+  const std::vector<float> negative = {-0.0f, -0.0f, -0.0f, -0.0f}, mixed = {-0.0f, -0.0f, 0.0f, -0.0f};
+  EXPECT_EQ(bits(reference_dot(grouped, {.a = negative, .b = one, .c = -0.0f})), 0x80000000u);
+  EXPECT_EQ(bits(reference_dot(grouped, {.a = mixed, .b = one, .c = -0.0f})), 0u);
 }
 
 // Subnormal operands take their format's emin as exponent, which raises E.
@@ -261,6 +345,15 @@ TEST(ModelRandom, EqualsIndependentOracle) {
               EXPECT_EQ(bits(reference_dot(M::fused(n, f, r), d)),
                         bits(oracle::fused(in, n, f, r == Rounding::kNearestEven)))
                   << where << " fused " << n << ":" << f << ":" << rounding_name(r);
+        // the general fused model: alignment wider or narrower than the result, product groups
+        for (const auto& [n, align, result, group] : {std::array{32, 16, 13, 1}, std::array{16, 25, 23, 1},
+                                                      std::array{32, 13, 13, 2}, std::array{8, 24, 10, 4},
+                                                      std::array{32, 10, 14, 32}})
+          for (Rounding r : {Rounding::kTowardZero, Rounding::kNearestEven}) {
+            const M m = M::fused_widths(n, align, result, r, group);
+            EXPECT_EQ(bits(reference_dot(m, d)), bits(oracle::fused(in, n, align, result, group, r == Rounding::kNearestEven)))
+                << where << " " << model_name(m);
+          }
         EXPECT_EQ(bits(reference_dot(M::trainium3_mx(Trn3Layout::kWrapX), d)), bits(oracle::trainium3_mx(in, true))) << where;
         EXPECT_EQ(bits(reference_dot(M::trainium3_mx(Trn3Layout::k1x32), d)), bits(oracle::trainium3_mx(in, false))) << where;
         ++checked;

@@ -224,8 +224,12 @@ TEST(GemmAccumulatorFast, Fused) {
   const M rtz = M::hopper(), rne = M::fused(32, 13, Rounding::kNearestEven), promoted = M::fused(32, 13, Rounding::kTowardZero, 128);
   for (const Shape& s : kShapes) {
     for (S sc : {S::kNone, S::kTensor, S::kPerRow})
-      for (const M& m : {rtz, rne, M::fused(16, 10, Rounding::kTowardZero)})
+      for (const M& m : {rtz, rne, M::fused(16, 10, Rounding::kTowardZero), M::fused_widths(16, 20, 13, Rounding::kNearestEven),
+                         M::fused_widths(8, 12, 23, Rounding::kTowardZero)})
         expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, sc, sc, CValues::kKernelRange), m, best_isa());
+    // product groups run the reference, C included
+    expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, S::kNone, S::kNone, CValues::kAnything),
+                M::fused_widths(32, 24, 23, Rounding::kNearestEven, 4), "reference");
     // C outside the kernel's range (one NaN at least): the reference, unless C starts a plain fp32 sum
     Problem outside = problem(rng, s, F::kE4M3FN, F::kE4M3FN, S::kNone, S::kNone, CValues::kAnything);
     outside.c[0] = std::nanf("");

@@ -181,7 +181,8 @@ TEST(GemmFastModels, ExactBlockCancellationAndTinyTails) {
 
 // Hopper's model and its neighbours: rounding rtz / rne, promotion, steps that are odd (5) or
 // longer than a chunk (320), f below the product width (3) and up to 23 where the sum still
-// fits 31 bits (n = 16, 32: 33 * 2^25 < 2^31), on plain and block-128 scaling.
+// fits 31 bits (n = 16, 32: 33 * 2^25 < 2^31), alignment widths other than the result width
+// (narrower, wider, up to the kernel's 26), on plain and block-128 scaling.
 TEST(GemmFastModels, FusedModels) {
   std::mt19937_64 rng(13);
   const std::tuple<F, F, S, S> variants[] = {
@@ -195,7 +196,11 @@ TEST(GemmFastModels, FusedModels) {
                       M::fused(5, 3, Rounding::kNearestEven, 10),
                       M::fused(16, 23, Rounding::kNearestEven),
                       M::fused(32, 23, Rounding::kTowardZero),
-                      M::fused(320, 10, Rounding::kTowardZero)};
+                      M::fused(320, 10, Rounding::kTowardZero),
+                      M::fused_widths(32, 16, 13, Rounding::kTowardZero),
+                      M::fused_widths(4, 26, 23, Rounding::kNearestEven),
+                      M::fused_widths(16, 10, 20, Rounding::kNearestEven, 1, 32),
+                      M::fused_widths(4, 24, 3, Rounding::kTowardZero)};
   for (const Shape& s : kShapes)
     for (const auto& [fa, fb, sa, sb] : variants)
       for (const M& model : models) {
@@ -262,6 +267,9 @@ TEST(GemmFastModels, OtherArgumentsRunTheReference) {
   std::mt19937_64 rng(15);
   Problem p = random_problem(rng, 9, 11, 100, F::kE4M3FN, F::kE5M2, S::kNone, S::kNone, false, false, 30);
   expect_same(p, M::fused(64, 23, Rounding::kTowardZero), false);  // 65 * 2^25 > 2^31
+  expect_same(p, M::fused_widths(2, 27, 23, Rounding::kTowardZero), false);  // A > 26
+  expect_same(p, M::fused_widths(32, 13, 13, Rounding::kTowardZero, 2), false);  // product groups
+  expect_same(p, M::fused_widths(32, 24, 23, Rounding::kNearestEven, 4, 128), false);
   p = random_problem(rng, 9, 11, 100, F::kE4M3FN, F::kE5M2, S::kMx32, S::kMx32, false, false, 30);
   expect_same(p, M::hopper(), false);
   expect_same(p, M::exact_block(64), false);

@@ -1,5 +1,5 @@
 // The Hopper FP8 model against real H100 results: 5000 wgmma dot products (K = 32, C = 0)
-// per format from ../shared/data/hopper-fp8-mma/ (see its README). fused:32:13:rtz must
+// per format from tests/data/hopper-fp8-mma/ (see its README). fused:32:13:rtz must
 // reproduce all of them; nearby variants must not, which shows the data can tell models apart.
 #include <gtest/gtest.h>
 

@@ -76,27 +76,36 @@ inline float systolic(const Input& in, std::size_t tile) {
 // Exponent of a nonzero operand as the fused model sees it.
 inline int op_exp(float x, int emin) { return std::max(std::ilogb(x), emin); }
 
-// fused(n, f, rtz or rne), no promotion, from C = in.c: C and the products of each step, truncated to
-// multiples of 2^(E - f), summed exactly, then rounded to f + 1 significant bits.
-inline float fused(const Input& in, std::size_t n, int f, bool nearest) {
+// fused(n, align A, result R, groups of G, rtz or rne), no promotion, from C = in.c: C and the
+// products of each step (or each group's exact sum, with the exponent of its leading bit),
+// truncated to multiples of 2^(E - A), summed exactly, then rounded to R + 1 significant bits.
+inline float fused(const Input& in, std::size_t n, int align, int result, std::size_t group, bool nearest) {
   float c = in.c;
   for (std::size_t s = 0; s < in.a.size(); s += n) {
     const std::size_t stop = std::min(in.a.size(), s + n);
+    std::vector<i128> terms{fixed_product(c, 1.0f, 0)};
     bool any = c != 0.0f;
     int E = any ? std::ilogb(c) : 0;
-    for (std::size_t k = s; k < stop; ++k)
-      if (in.a[k] != 0.0f && in.b[k] != 0.0f) {
-        const int e = op_exp(in.a[k], in.emin_a) + op_exp(in.b[k], in.emin_b) + in.e(k);
-        E = any ? std::max(E, e) : e;
-        any = true;
+    auto see = [&](int e) { E = any ? std::max(E, e) : e, any = true; };
+    for (std::size_t g0 = s; g0 < stop; g0 += group) {
+      if (group == 1) {
+        terms.push_back(fixed_product(in.a[g0], in.b[g0], in.e(g0)));
+        if (in.a[g0] != 0.0f && in.b[g0] != 0.0f) see(op_exp(in.a[g0], in.emin_a) + op_exp(in.b[g0], in.emin_b) + in.e(g0));
+        continue;
       }
-    const int q = E - f + kFix;  // quantum 2^(E - f), in units of 2^-kFix
-    if (q < 0) std::abort();
+      i128 v = 0;
+      for (std::size_t k = g0; k < std::min(stop, g0 + group); ++k) v += fixed_product(in.a[k], in.b[k], in.e(k));
+      terms.push_back(v);
+      if (v != 0) see(bits(v) - 1 - kFix);
+    }
+    // quantum 2^(E - A), in units of 2^-kFix; finer than 2^-kFix truncates nothing (every term is
+    // a multiple of it)
+    const int q = std::max(E - align + kFix, 0);
     auto trunc = [&](i128 v) { return v / (i128{1} << q) * (i128{1} << q); };  // C++ `/` truncates toward zero
-    i128 sum = trunc(fixed_product(c, 1.0f, 0));
-    for (std::size_t k = s; k < stop; ++k) sum += trunc(fixed_product(in.a[k], in.b[k], in.e(k)));
-    // keep f + 1 significant bits
-    const int drop = bits(sum) - (f + 1);
+    i128 sum = 0;
+    for (i128 t : terms) sum += trunc(t);
+    // keep R + 1 significant bits
+    const int drop = bits(sum) - (result + 1);
     if (drop > 0) {
       const i128 unit = i128{1} << drop;
       const i128 mag = sum < 0 ? -sum : sum;
@@ -109,6 +118,7 @@ inline float fused(const Input& in, std::size_t n, int f, bool nearest) {
   }
   return c;
 }
+inline float fused(const Input& in, std::size_t n, int f, bool nearest) { return fused(in, n, f, f, 1, nearest); }
 
 // trainium3_mx with the default assumptions: t = fp32(t + exact partition sum), one rounding.
 inline float trainium3_mx(const Input& in, bool wrapx) {

@@ -266,7 +266,7 @@ bad "fp6 code with high bits" "tensor 'a' \[0, 0\]: byte 64 is not a e2m3 code" 
 raw ok.st $A23 b:F8_E5M2:3x1:3c3c3c
 bad "unknown profile" "--profile: 'tpu'" ok.st --profile tpu
 bad "unknown model" "--model: 'sequential'" ok.st --profile fp32 --model sequential
-bad "bad model parameter" "--model: .*frac_bits" ok.st --profile fp32 --model fused:32:40:rtz
+bad "bad model parameter" "--model: .*result_bits" ok.st --profile fp32 --model fused:32:40:rtz
 bad "bad out dtype" "--out-dtype: 'f16'" ok.st --profile fp32 --out-dtype f16
 bad "threads 0" "--threads" ok.st --profile fp32 --threads 0
 bad "unknown c role" "--c-role: 'beta' is not one of epilogue accumulator" ok.st --profile fp32 --c-role beta

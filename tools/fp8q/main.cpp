@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   fp8q::cli::add_calibrate(app);
   fp8q::cli::add_matmul(app);
   fp8q::cli::add_compare(app);
+  fp8q::cli::add_vectors(app);
+  fp8q::cli::add_fit(app);
   try {
     app.parse(argc, argv);  // runs the chosen verb's callback
   } catch (const CLI::CallForHelp& e) {

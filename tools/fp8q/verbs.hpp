@@ -20,5 +20,7 @@ void add_quantize(CLI::App& app);  // quantize, verify, inspect (checkpoints)
 void add_calibrate(CLI::App& app);  // calibrate (calib/ on safetensors files)
 void add_matmul(CLI::App& app);   // matmul (kernels/ on safetensors files)
 void add_compare(CLI::App& app);  // compare (two safetensors files, bitwise and in ULPs)
+void add_vectors(CLI::App& app);  // vectors (conformance vectors that separate models)
+void add_fit(CLI::App& app);      // fit (the models consistent with a device's measurements)
 
 }  // namespace fp8q::cli

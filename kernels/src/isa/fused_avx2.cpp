@@ -37,8 +37,8 @@ inline void step_exponents(std::size_t n, const std::uint16_t* am, const std::in
 // 2^x for int32 lanes x in [-126, 127], from the bits.
 inline __m256 pow2(__m256i x) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(127)), 23)); }
 
-// Round the integers of 4 fp64 lanes to f + 1 significant bits on their bits (magnitudes;
-// the sign bit is untouched): drop = 52 - f low bits, nearest-even or toward zero.
+// Round the integers of 4 fp64 lanes to R + 1 significant bits on their bits (magnitudes;
+// the sign bit is untouched): drop = 52 - R low bits, nearest-even or toward zero.
 inline __m256d round_bits(__m256d x, __m256i low_mask, __m256i half_minus_one, __m128i drop, bool nearest_even) {
   __m256i u = _mm256_castpd_si256(x);
   if (nearest_even) {
@@ -53,10 +53,10 @@ void kernel(const FuTile& t) {
   const std::uint16_t* am = t.am;
   const float* bp = t.bp;
   const std::int8_t* bm = t.bm;
-  const int f = t.frac_bits;
-  const __m128i drop = _mm_cvtsi32_si128(52 - f);
-  const __m256i low_mask = _mm256_set1_epi64x((std::int64_t{1} << (52 - f)) - 1);
-  const __m256i half_minus_one = _mm256_set1_epi64x((std::int64_t{1} << (51 - f)) - 1);
+  const int f = t.align_bits, r = t.result_bits;
+  const __m128i drop = _mm_cvtsi32_si128(52 - r);
+  const __m256i low_mask = _mm256_set1_epi64x((std::int64_t{1} << (52 - r)) - 1);
+  const __m256i half_minus_one = _mm256_set1_epi64x((std::int64_t{1} << (51 - r)) - 1);
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   alignas(32) float scale[kFuMr][kFuNr];  // 2^(f - E)
   alignas(32) float unscale[kFuMr][kFuNr];  // 2^(E - f)

@@ -45,7 +45,7 @@ void kernel(const FuTile& t) {
   const std::uint16_t* am = t.am;
   const float* bp = t.bp;
   const std::int8_t* bm = t.bm;
-  const int f = t.frac_bits;
+  const int f = t.align_bits, r = t.result_bits;
   for (std::size_t step = 0; step < t.nsteps; ++step) {
     const std::size_t n = t.len[step];
     for (std::size_t i = 0; i < kFuMr; ++i)
@@ -61,7 +61,7 @@ void kernel(const FuTile& t) {
         const float scale = pow2f(f - e);
         std::int64_t s = static_cast<std::int32_t>(c * scale);  // truncation toward zero
         for (std::size_t k = 0; k < n; ++k) s += static_cast<std::int32_t>(ap[k * kFuMr + i] * bp[k * kFuNr + j] * scale);
-        c = static_cast<float>(round_sig(s, f, t.nearest_even)) * pow2f(e - f);
+        c = static_cast<float>(round_sig(s, r, t.nearest_even)) * pow2f(e - f);
       }
     ap += n * kFuMr;
     am += n / 2 * kFuMr;

@@ -14,18 +14,26 @@
 //                         tile's products in K (partition) order; psum = fp32(psum + t_j)
 //                         (Trainium PE array: T = 128; fp8 double-row mode on Trainium2: 256).
 //   fused:n:f:rtz|rne     NVIDIA tensor cores. Per step of n products plus the carried C
-//     [:promoteP]         (C_0 = the accumulator input C: Hopper's wgmma carries D between
+//     [:groupG][:promoteP] (C_0 = the accumulator input C: Hopper's wgmma carries D between
+//   fused:n:alignA:resultR:rtz|rne[:groupG][:promoteP]
 //                         instructions, so C_(s+1) = step(C_s, products of step s) and D = the
 //                         last C; C takes part in the first step's alignment like a product and
 //                         is truncated with them): each product is exact with exponent
 //                         e_a + e_b (+ MX scale exponents); an operand's exponent is that of
 //                         its normalised form, or its format's emin when it is subnormal in
-//                         that format (`DotInput::emin_a/b`). E = the largest exponent among
-//                         the nonzero products and a nonzero C; each term is truncated toward
-//                         zero to a multiple of 2^(E - f); the terms are added exactly; the sum
-//                         is rounded (rtz or rne) to the fp32 layout with f mantissa bits (same
-//                         exponent range as fp32), which is the next C. Hopper FP8 is
-//                         fused:32:13:rtz (checked against 5000/5000 H100 results per format).
+//                         that format (`DotInput::emin_a/b`). With :groupG the step's products
+//                         are first added exactly in consecutive groups of G (the last may be
+//                         shorter); a group's term is that exact sum, with the exponent of its
+//                         leading bit (floor(log2 |sum|)); G = 1 (the default) keeps each
+//                         product as its own term. E = the largest exponent among the nonzero
+//                         terms and a nonzero C; each term is truncated toward zero to a
+//                         multiple of 2^(E - A) (the alignment width A); the terms are added
+//                         exactly; the sum is rounded (rtz or rne) to the fp32 layout with R
+//                         mantissa bits (the result width R; same exponent range as fp32),
+//                         which is the next C:
+//                           C' = round_R( sum_t trunc(t * 2^(A - E)) * 2^(E - A) ).
+//                         fused:n:f is A = R = f. Hopper FP8 is fused:32:13:rtz (checked
+//                         against 5000/5000 H100 results per format).
 //                         With :promoteP (P a multiple of n), the fused accumulator restarts
 //                         from +0 every P products and each partial is added into a plain fp32
 //                         accumulator that starts at C: acc = C; acc = fp32(acc + partial)
@@ -102,8 +110,10 @@ struct Trainium3MxAssumptions {
 struct AccumulationModel {
   AccumKind kind = AccumKind::kFp32Sequential;
   int block = 0;       // exact_block: B; systolic: T; fused: n (products per step)
-  int frac_bits = 0;   // fused: f, the bits kept below the largest exponent and in the result
+  int align_bits = 0;  // fused: A, the bits kept below the largest exponent when the terms are aligned
+  int result_bits = 0; // fused: R, the mantissa bits the normalised (rounded) result of a step keeps
   Rounding rounding = Rounding::kTowardZero;  // fused: kTowardZero or kNearestEven
+  int group = 1;       // fused: G, products added exactly in groups of G before the alignment
   int promote = 0;     // fused: restart into a plain fp32 accumulator every P products; 0 = never
   Trn3Layout layout = Trn3Layout::kWrapX;     // trainium3_mx
   Trainium3MxAssumptions trn3{};              // trainium3_mx
@@ -113,8 +123,14 @@ struct AccumulationModel {
   static constexpr AccumulationModel fp32_sequential() { return {}; }
   static constexpr AccumulationModel exact_block(int b) { return {.kind = AccumKind::kExactBlock, .block = b}; }
   static constexpr AccumulationModel systolic(int t) { return {.kind = AccumKind::kSystolic, .block = t}; }
+  // fused:n:f: alignment and result widths both f.
   static constexpr AccumulationModel fused(int n, int frac_bits, Rounding r, int promote = 0) {
-    return {.kind = AccumKind::kFused, .block = n, .frac_bits = frac_bits, .rounding = r, .promote = promote};
+    return fused_widths(n, frac_bits, frac_bits, r, 1, promote);
+  }
+  static constexpr AccumulationModel fused_widths(int n, int align, int result, Rounding r, int group = 1,
+                                                  int promote = 0) {
+    return {.kind = AccumKind::kFused, .block = n, .align_bits = align, .result_bits = result, .rounding = r,
+            .group = group, .promote = promote};
   }
   static constexpr AccumulationModel trainium3_mx(Trn3Layout layout, Trainium3MxAssumptions a = {}) {
     return {.kind = AccumKind::kTrainium3Mx, .layout = layout, .trn3 = a};
@@ -128,12 +144,14 @@ inline constexpr int kTrn3MxInstructionK = 512;
 inline constexpr int kMxGroup = 32;
 
 // Throws std::invalid_argument naming the field when a parameter is out of range:
-// block >= 1 (fused n <= 4096), 1 <= frac_bits <= 23, fused rounding rtz or rne, promote a
-// positive multiple of n or 0.
+// block >= 1 (fused n <= 4096), fused 1 <= align_bits <= 60, 1 <= result_bits <= 23,
+// 1 <= group <= n, rounding rtz or rne, promote a positive multiple of n or 0.
 void validate(const AccumulationModel& m);
 
 // Names: "fp32_sequential", "exact_block:32", "systolic:128", "fused:32:13:rtz",
-// "fused:32:13:rtz:promote128", "trainium3_mx:wrapx", "trainium3_mx:1x32"; Trainium3
+// "fused:32:13:rtz:promote128", "fused:32:align24:result23:rtz:group4" (the widths as
+// alignA:resultR only when they differ; :groupG only for G > 1, before :promoteP),
+// "trainium3_mx:wrapx", "trainium3_mx:1x32"; Trainium3
 // assumptions that differ from the default append ":rounded_partition_sum" (A1 false) and
 // ":round_then_add" (A2 false). parse_model(model_name(m)) == m.
 std::string model_name(const AccumulationModel& m);

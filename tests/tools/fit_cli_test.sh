@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# fp8q vectors and fp8q fit: the verbs' contract (docs/validation.md). Round trips
+# (vectors under a model -> fit finds it; vectors' inputs -> fp8q matmul as the emulated
+# device -> fit on its d), the H100 text vectors, exit codes (0 consistent, 1 none, 2 bad
+# input) and error messages naming the file, tensor or option, with no output left behind.
+# Usage: fit_cli_test.sh PATH/TO/fp8q PATH/TO/hopper-fp8-mma
+set -uo pipefail
+fp8q="$1"
+data="$2"
+# shellcheck source=check_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
+has() { grep -Eq -- "$2" "$tmp/$1"; }
+
+# ---- vectors: deterministic, and the expected d under a model
+check "vectors under hopper" 0 '' -- "$fp8q" vectors "$tmp/h.st" --profile hopper --cases 16 --k 64 --seed 5
+expect "summary line" has out "h.st: 16 x 16 dot products of K = 64, e4m3fn x e4m3fn; d under fused:32:13:rtz"
+check "same seed again" 0 '' -- "$fp8q" vectors "$tmp/h2.st" --profile hopper --cases 16 --k 64 --seed 5
+expect "same seed, same bytes" cmp -s "$tmp/h.st" "$tmp/h2.st"
+check "another seed" 0 '' -- "$fp8q" vectors "$tmp/h3.st" --profile hopper --cases 16 --k 64 --seed 6
+expect "another seed, other bytes" bash -c "! cmp -s '$tmp/h.st' '$tmp/h3.st'"
+
+# ---- npz: the same arrays, read back with the standard library (zipfile, the .npy 1.0 header)
+check "vectors with npz" 0 '' -- "$fp8q" vectors "$tmp/n.st" --profile hopper --with-c --format-b e2m1 --cases 4 --k 8 --npz "$tmp/n.npz"
+cat > "$tmp/npz.py" <<'PYEOF'
+import ast, json, struct, sys, zipfile
+st, npz = sys.argv[1], sys.argv[2]
+raw = open(st, 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+z = zipfile.ZipFile(npz)
+assert z.testzip() is None, 'CRC'
+arrays = {}
+for name in z.namelist():
+    b = z.read(name)
+    assert b[:8] == b'\x93NUMPY\x01\x00', name
+    hl = struct.unpack('<H', b[8:10])[0]
+    assert (10 + hl) % 64 == 0, name
+    h = ast.literal_eval(b[10:10 + hl].decode())
+    arrays[name[:-4]] = (h['descr'], h['shape'], b[10 + hl:])
+assert sorted(arrays) == ['a', 'a_codes', 'b', 'b_codes', 'c', 'd'], sorted(arrays)
+assert arrays['a'][1] == (4, 8) and arrays['b'][1] == (8, 4) and arrays['d'][1] == (4, 4)
+for t in ('c', 'd'):
+    b, e = header[t]['data_offsets']
+    assert arrays[t][2] == data[b:e], t
+assert arrays['a_codes'][2] == data[slice(*header['a']['data_offsets'])]  # e4m3fn: one code a byte
+codes = arrays['b_codes'][2]
+b, e = header['b']['data_offsets']
+packed = bytes(codes[2 * i] | codes[2 * i + 1] << 4 for i in range(len(codes) // 2))
+assert packed == data[b:e], 'e2m1 codes'
+print('npz ok')
+PYEOF
+check "npz matches the safetensors" 0 '' -- /usr/bin/python3 "$tmp/npz.py" "$tmp/n.st" "$tmp/n.npz"
+
+# ---- fit recovers the generator
+check "fit hopper vectors" 0 '' -- "$fp8q" fit "$tmp/h.st"
+expect "hopper consistent first" bash -c "grep -A1 '^consistent with every sample' '$tmp/out' | grep -qx '  fused:32:13:rtz'"
+check "vectors general fused with C" 0 '' -- "$fp8q" vectors "$tmp/g.st" --model fused:16:align26:result23:rne:group2 \
+  --with-c --c-role epilogue --format-a e5m2 --format-b e4m3fn --cases 12 --k 128 --seed 2
+check "fit general fused with C" 0 '' -- "$fp8q" fit "$tmp/g.st"
+expect "finds the generator and its C role" has out "^  fused:16:align26:result23:rne:group2 \\(C as epilogue\\)$"
+expect "reports nearest misses" has out "^nearest inconsistent"
+expect "misses with a counterexample" has out "measured 0x[0-9a-f]{8} .*, model gives 0x[0-9a-f]{8}"
+
+# ---- the emulated device: vectors' inputs through fp8q matmul, d read from its output
+check "vectors inputs only" 0 '' -- "$fp8q" vectors "$tmp/in.st" --with-c --cases 12 --k 256 --seed 9
+expect "inputs only summary" has out "inputs only \\(no d\\)"
+check "matmul as the device" 0 '' -- "$fp8q" matmul "$tmp/in.st" "$tmp/dev.st" --profile fp32 --model systolic:128 --c-role accumulator \
+  --threads 2
+check "fit the device output" 0 '' -- "$fp8q" fit "$tmp/in.st" --d "$tmp/dev.st"
+expect "systolic:128 found" has out "^  systolic:128$"
+check "fit inputs without d" 2 "in.st: no tensor 'd'" -- "$fp8q" fit "$tmp/in.st"
+
+# ---- the H100 text vectors (the first 300 lines: fast)
+for f in a b d; do head -n 300 "$data/${f}_H100_E4M3.txt" > "$tmp/${f}.txt"; done
+check "fit H100 text" 0 '' -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/b.txt" "$tmp/d.txt" --format e4m3fn --tries 50
+expect "H100: hopper first" bash -c "grep -A1 '^consistent with every sample' '$tmp/out' | grep -qx '  fused:32:13:rtz'"
+expect "H100: says what cannot be separated" has out "the samples cannot separate them"
+expect "H100: a separating input of larger K" has out "fused:64:13:rtz: K = (64|128|256), seed [0-9]+"
+
+# ---- exit 1: no model of the grid fits (one d flipped to a value no model gives)
+sed '1s/.*/01000010110010000000000000000001/' "$tmp/d.txt" > "$tmp/d_bad.txt"
+check "no consistent model" 1 '' -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/b.txt" "$tmp/d_bad.txt" --format e4m3fn --nearest 2
+expect "says none" has out "^consistent with every sample: 0$"
+expect "nearest with counts" has out "misses [0-9]+ of 300; first: sample 0 \\(row 0 of A, column 0 of B\\)"
+
+# ---- bad input: exit 2, the file / line / tensor / option named, nothing written
+printf '3f800000 zz\n' > "$tmp/bad_a.txt"
+check "bad hex names file and line" 2 "bad_a.txt: line 1: value 2 'zz' is not an fp32 bit pattern" -- \
+  "$fp8q" fit --text "$tmp/bad_a.txt" "$tmp/b.txt" "$tmp/d.txt" --format e4m3fn
+head -n 1 "$tmp/a.txt" | sed 's/^[0-9a-f]*/3f810000/' > "$tmp/off_a.txt"
+head -n 1 "$tmp/b.txt" > "$tmp/one_b.txt"; head -n 1 "$tmp/d.txt" > "$tmp/one_d.txt"
+check "value not in the format" 2 "off_a.txt: line 1, value 1: .* is not a value of e4m3fn" -- \
+  "$fp8q" fit --text "$tmp/off_a.txt" "$tmp/one_b.txt" "$tmp/one_d.txt" --format e4m3fn
+check "lines differ" 2 "one_b.txt: 1 lines, .*a.txt has 300" -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/one_b.txt" "$tmp/d.txt" --format e4m3fn
+check "text without format" 2 "--text: name the operands' element format" -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/b.txt" "$tmp/d.txt"
+check "missing text file" 2 "nope.txt" -- "$fp8q" fit --text "$tmp/nope.txt" "$tmp/b.txt" "$tmp/d.txt" --format e4m3fn
+check "no input" 2 "give IN.safetensors" -- "$fp8q" fit
+check "d of the wrong shape" 0 '' -- "$fp8q" vectors "$tmp/small.st" --profile ocp --cases 3 --k 8
+check "fit with d from another shape" 2 "small.st: tensor 'd' has shape \\[3, 3\\], expected \\[12, 12\\]" -- \
+  "$fp8q" fit "$tmp/in.st" --d "$tmp/small.st"
+check "unknown model" 2 "--model: 'fused:32' is not a model" -- "$fp8q" vectors "$tmp/x.st" --model fused:32
+check "model out of range names the field" 2 "--model: .*align_bits" -- "$fp8q" vectors "$tmp/x.st" --model fused:32:align70:result13:rtz
+check "profile and model" 2 "--profile and --model: give one" -- "$fp8q" vectors "$tmp/x.st" --profile ocp --model fp32_sequential
+check "not an element format" 2 "--format: 'bf16' is not an element format" -- "$fp8q" vectors "$tmp/x.st" --format bf16
+check "cases 0" 2 "cases must be at least 1" -- "$fp8q" vectors "$tmp/x.st" --cases 0
+check "trainium3_mx refused" 2 "trainium3_mx needs MX scales" -- "$fp8q" vectors "$tmp/x.st" --model trainium3_mx:wrapx
+expect "nothing written for the failures" test ! -e "$tmp/x.st"
+expect "no temporary file left" test -z "$(ls -A "$tmp" | grep -F .tmp.)"
+
+echo "fit/vectors CLI: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
