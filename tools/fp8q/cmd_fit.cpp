@@ -3,7 +3,7 @@
 // The accumulation models consistent with a device's measurements (kernels/fit.hpp): every
 // consistent model of the grid, the nearest inconsistent ones with their misses and a first
 // counterexample, and generated inputs that separate the consistent ones. Exit 0 when some
-// model is consistent, 1 when none is, 2 for bad input. docs/validation-fit-section.md.
+// model is consistent, 1 when none is, 2 for bad input. docs/validation.md.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

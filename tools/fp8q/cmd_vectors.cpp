@@ -2,7 +2,7 @@
 //              [--format F | --format-a F --format-b F] [--cases N] [--k K] [--seed S] [--npz P]
 // Conformance vectors (kernels/vectors.hpp): A, B (and C) chosen to separate accumulation
 // models, and D as the profile's or model's chip computes it; without a profile or model only
-// the inputs (a device harness, or `fp8q matmul`, computes D). docs/validation-fit-section.md.
+// the inputs (a device harness, or `fp8q matmul`, computes D). docs/validation.md.
 #include <memory>
 #include <optional>
 #include <string>

@@ -1,6 +1,6 @@
 // Dot-product samples (kernels/fit.hpp) on disk, for `fp8q vectors` and `fp8q fit`.
 //
-// Safetensors (docs/validation-fit-section.md): a [M, K] and b [K, N] as codes (F8_E4M3 for
+// Safetensors (docs/validation.md): a [M, K] and b [K, N] as codes (F8_E4M3 for
 // e4m3fn, F8_E5M2 for e5m2, U8 with __metadata__ fp8q.elem.a / fp8q.elem.b naming any other
 // element format; e2m1 two codes per byte as `fp8q matmul` reads them) or as F32 values of the
 // format that fp8q.elem.a / fp8q.elem.b names; c [M, N] F32, optional; d [M, N] F32 (or the
