@@ -16,6 +16,7 @@
 #include "registry.hpp"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
 
 namespace fp8q::bench {
 namespace {
@@ -144,6 +145,11 @@ void register_gemm() {
           mx_case(s, n, t, AccumulationModel::trainium3_mx(Trn3Layout::k1x32));
         });
     }
+}
+
+std::string openblas_kernel() {
+  const char* name = openblas_get_corename();
+  return name != nullptr ? name : "unknown";
 }
 
 }  // namespace fp8q::bench

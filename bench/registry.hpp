@@ -33,6 +33,9 @@ void register_quant();
 void register_cast_transpose_floor();
 void register_calib();
 void register_gemm();
+// The OpenBLAS kernel the sgemm/dgemm baselines run ("Haswell", "SkylakeX", ...): the CPU's,
+// or the one OPENBLAS_CORETYPE names for this process.
+std::string openblas_kernel();
 void register_checkpoint();
 
 // Runs body(begin, end) over `threads` contiguous chunks of [0, n), each but the first on a

@@ -2,6 +2,7 @@
 // cases and prints, for each, its throughput, every baseline measured in the same run, and
 // the ratio (case / baseline; > 1 is faster). Figures are medians over the repetitions.
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -38,9 +39,17 @@ void run(const BenchArgs& a) {
 
   const std::regex wanted(a.filter);
   nlohmann::json out = nlohmann::json::array();
-  if (!a.json)
-    std::printf("isa: %s; figures are medians of %d repetitions; ratio = case / baseline\n\n%-44s %10s  %-32s %10s %8s\n",
-                std::string(isa_name(active_isa())).c_str(), a.repetitions, "case", "GB/s", "baseline", "GB/s", "ratio");
+  bool blas = false;  // whether an OpenBLAS baseline ran, whose kernel the report names
+  for (const auto& m : results) blas = blas || m.name.rfind("gemm/openblas_", 0) == 0;
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  const std::string blas_line = "OpenBLAS kernel: " + bench::openblas_kernel() + " (OPENBLAS_CORETYPE " +
+                                (coretype != nullptr && *coretype != 0 ? std::string(coretype) : "unset") + ")";
+  if (!a.json) {
+    std::printf("isa: %s; figures are medians of %d repetitions; ratio = case / baseline\n",
+                std::string(isa_name(active_isa())).c_str(), a.repetitions);
+    if (blas) std::printf("%s\n", blas_line.c_str());
+    std::printf("\n%-44s %10s  %-32s %10s %8s\n", "case", "GB/s", "baseline", "GB/s", "ratio");
+  }
   for (const auto& c : bench::cases()) {
     if (!std::regex_search(c.name, wanted) || !by_name.count(c.name)) continue;
     const auto& m = by_name[c.name];
