@@ -1,0 +1,296 @@
+// mma_fp8: FP8 tensor-core dot products on a device, for `fp8q fit` (docs/validation.md, section 6,
+// "On a device: the prepared Hopper check").
+//
+//   mma_fp8 DIR [--mode chain|single] [--promote P] [--dry] [--out D.bin]
+//
+// DIR is what `st_raw.py to-raw` writes from an `fp8q vectors` file: meta.txt ("m M", "n N",
+// "k K", "format_a F", "format_b F", "c 0|1"; F is e4m3fn or e5m2), a.bin (M x K codes, row-major),
+// b.bin (K x N codes, row-major) and c.bin (M x N little-endian fp32, when "c 1"). Writes
+// DIR/d.bin (or --out): M x N fp32, row-major.
+//
+// One warp computes one 16 x 8 tile of D with mma.sync.aligned.m16n8k32.row.col.f32.<ta>.<tb>.f32,
+// one instruction per K-chunk of 32, the accumulator registers of one instruction being the C of
+// the next (a kernel that accumulates in registers). The first C is the file's c, or with no c
+// +0: the 0.0f a kernel initialises its accumulators with, and what fp8q's models take when a
+// sample has no C (a C = -0 is measured with a c of -0, `st_raw.py set-c`). --mode single is the
+// one-instruction case: K must be 32 and D = A B + C.
+// --promote P (a multiple of 32) restarts the tensor-core accumulator from +0 every P products
+// and adds each partial to an fp32 accumulator that starts at C on the CUDA cores (FADD, round to
+// nearest even): the promotion of DeepSeek-V3 and of fp8q's `:promoteP` models.
+// --dry computes D on the host instead (no GPU): acc = C, acc = fp32(acc + a_k b_k) in k order,
+// which is fp8q's fp32_sequential; the FP8 products are exact in fp32. It checks the file plumbing.
+//
+// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k32" with 8-bit types; the same in
+// CUTLASS's SM89_16x8x32 FP8 MMA_Traits): lane = 4 g + t (g = groupID, t = threadID_in_group).
+//   A (16 x 32, row): a0..a3, 4 codes each, byte j of a_r = element 4r + j;
+//       element i: row g + 8 * ((i / 4) % 2), column 4 t + (i % 4) + 16 * (i / 8).
+//   B (32 x 8, col):  b0, b1, 4 codes each, byte j of b_r = element 4r + j;
+//       element i: row 4 t + (i % 4) + 16 * (i / 4), column g.
+//   C, D (16 x 8, f32): c0..c3; element i: row g + 8 * (i / 2), column 2 t + (i % 2).
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum Fmt : int { kE4M3 = 0, kE5M2 = 1 };
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "mma_fp8: %s\n", what.c_str());
+  std::exit(2);
+}
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device side.
+
+// One 16 x 8 x 32 step, D = A B + C in place on d[0..3]. Template on the operand formats: the
+// PTX type names are part of the instruction.
+template <int FA, int FB>
+__device__ __forceinline__ void mma_step(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define FP8Q_MMA(TA, TB)                                                                          \
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." TA "." TB ".f32 "                         \
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                   \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+  if constexpr (FA == kE4M3 && FB == kE4M3) FP8Q_MMA("e4m3", "e4m3");
+  else if constexpr (FA == kE4M3 && FB == kE5M2) FP8Q_MMA("e4m3", "e5m2");
+  else if constexpr (FA == kE5M2 && FB == kE4M3) FP8Q_MMA("e5m2", "e4m3");
+  else FP8Q_MMA("e5m2", "e5m2");
+#undef FP8Q_MMA
+#else
+  // Compiled only for the host pass or an older target; main() refuses devices below sm_89.
+  (void)d, (void)a, (void)b;
+  __trap();
+#endif
+}
+
+// Four consecutive codes as one register, the lowest address in the lowest byte.
+__device__ __forceinline__ uint32_t pack4(const uint8_t* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+// a: Mp x K codes, row-major; bt: Np x K codes (B's columns), row-major; c, d: Mp x Np fp32.
+// Mp, Np are M, N padded to 16, 8 (padding rows and columns hold +0 codes and are not read back).
+// Block = one warp = one tile (blockIdx.y: 16 rows, blockIdx.x: 8 columns).
+template <int FA, int FB>
+__global__ void mma_kernel(const uint8_t* __restrict__ a, const uint8_t* __restrict__ bt,
+                           const float* __restrict__ c, float* __restrict__ d, int np, int k, int promote) {
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.y * 16, col0 = blockIdx.x * 8;
+  const int rows[4] = {row0 + g, row0 + g, row0 + g + 8, row0 + g + 8};
+  const int cols[4] = {col0 + 2 * t, col0 + 2 * t + 1, col0 + 2 * t, col0 + 2 * t + 1};
+  float acc[4];  // the fp32 accumulator: C
+  for (int i = 0; i < 4; ++i) acc[i] = c[rows[i] * np + cols[i]];
+  float part[4];  // with --promote, the tensor-core partial; else the accumulator itself
+  for (int i = 0; i < 4; ++i) part[i] = promote ? 0.0f : acc[i];
+  const uint8_t* arow_lo = a + size_t(row0 + g) * k;      // A row g
+  const uint8_t* arow_hi = a + size_t(row0 + g + 8) * k;  // A row g + 8
+  const uint8_t* bcol = bt + size_t(col0 + g) * k;        // B column g
+  for (int k0 = 0; k0 < k; k0 += 32) {
+    const uint32_t ar[4] = {pack4(arow_lo + k0 + 4 * t), pack4(arow_hi + k0 + 4 * t),
+                            pack4(arow_lo + k0 + 16 + 4 * t), pack4(arow_hi + k0 + 16 + 4 * t)};
+    const uint32_t br[2] = {pack4(bcol + k0 + 4 * t), pack4(bcol + k0 + 16 + 4 * t)};
+    mma_step<FA, FB>(part, ar, br);
+    const bool flush = promote != 0 && ((k0 + 32) % promote == 0 || k0 + 32 == k);  // P products, or the last
+    if (flush)
+      for (int i = 0; i < 4; ++i) acc[i] = __fadd_rn(acc[i], part[i]), part[i] = 0.0f;
+  }
+  for (int i = 0; i < 4; ++i) d[rows[i] * np + cols[i]] = promote ? acc[i] : part[i];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+struct Inputs {
+  int m = 0, n = 0, k = 0;
+  Fmt fa = kE4M3, fb = kE4M3;
+  bool has_c = false;
+  std::vector<uint8_t> a, b;  // a: M x K, b: K x N, as in the files
+  std::vector<float> c;       // M x N, when has_c
+};
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) die("cannot open " + path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+Fmt parse_fmt(const std::string& s, const std::string& key) {
+  if (s == "e4m3fn") return kE4M3;
+  if (s == "e5m2") return kE5M2;
+  die("meta.txt: " + key + " '" + s + "': the FP8 mma takes e4m3fn or e5m2");
+}
+
+Inputs read_inputs(const std::string& dir) {
+  std::map<std::string, std::string> kv;
+  {
+    const std::vector<char> text = read_file(dir + "/meta.txt");
+    std::istringstream lines(std::string(text.begin(), text.end()));
+    std::string key, value;
+    while (lines >> key >> value) kv[key] = value;
+  }
+  auto need = [&](const std::string& key) {
+    const auto it = kv.find(key);
+    if (it == kv.end()) die(dir + "/meta.txt: no '" + key + "'");
+    return it->second;
+  };
+  auto dim = [&](const std::string& key) {
+    const std::string v = need(key);
+    char* end = nullptr;
+    const long x = std::strtol(v.c_str(), &end, 10);
+    if (*end != '\0' || x < 1 || x > (1 << 20)) die(dir + "/meta.txt: " + key + " '" + v + "' is not a size");
+    return int(x);
+  };
+  Inputs in;
+  in.m = dim("m"), in.n = dim("n"), in.k = dim("k");
+  in.fa = parse_fmt(need("format_a"), "format_a"), in.fb = parse_fmt(need("format_b"), "format_b");
+  in.has_c = need("c") == "1";
+  auto bytes = [&](const std::string& name, size_t expected) {
+    const std::vector<char> v = read_file(dir + "/" + name);
+    if (v.size() != expected)
+      die(dir + "/" + name + ": " + std::to_string(v.size()) + " bytes, expected " + std::to_string(expected));
+    return v;
+  };
+  const std::vector<char> a = bytes("a.bin", size_t(in.m) * in.k), b = bytes("b.bin", size_t(in.k) * in.n);
+  in.a.assign(a.begin(), a.end()), in.b.assign(b.begin(), b.end());
+  if (in.has_c) {
+    const std::vector<char> c = bytes("c.bin", size_t(in.m) * in.n * 4);
+    in.c.resize(size_t(in.m) * in.n);
+    std::memcpy(in.c.data(), c.data(), c.size());  // little-endian host, as the file
+  }
+  return in;
+}
+
+// The value of an FP8 code (OCP FP8: e4m3fn has no Inf, S.1111.111 is NaN; e5m2 is IEEE-like).
+float decode(uint8_t code, Fmt f) {
+  const int sign = code >> 7;
+  const int ebits = f == kE4M3 ? 4 : 5, mbits = 7 - ebits, bias = f == kE4M3 ? 7 : 15;
+  const int e = (code >> mbits) & ((1 << ebits) - 1), mant = code & ((1 << mbits) - 1);
+  float v;
+  if (f == kE4M3 && e == 15 && mant == 7) v = NAN;
+  else if (f == kE5M2 && e == 31) v = mant ? NAN : INFINITY;
+  else if (e == 0) v = std::ldexp(float(mant), 1 - bias - mbits);           // subnormal: m 2^(emin - mbits)
+  else v = std::ldexp(float(mant + (1 << mbits)), e - bias - mbits);        // (1 + m / 2^mbits) 2^(e - bias)
+  return sign ? -v : v;
+}
+
+// --dry: fp32_sequential on the host, fp32 adds in k order from C (the products are exact).
+std::vector<float> host_dot(const Inputs& in) {
+  std::vector<float> d(size_t(in.m) * in.n);
+  for (int i = 0; i < in.m; ++i)
+    for (int j = 0; j < in.n; ++j) {
+      volatile float acc = in.has_c ? in.c[size_t(i) * in.n + j] : 0.0f;  // volatile: no reassociation
+      for (int k = 0; k < in.k; ++k)
+        acc = acc + decode(in.a[size_t(i) * in.k + k], in.fa) * decode(in.b[size_t(k) * in.n + j], in.fb);
+      d[size_t(i) * in.n + j] = acc;
+    }
+  return d;
+}
+
+template <int FA, int FB>
+void launch(dim3 grid, const uint8_t* a, const uint8_t* bt, const float* c, float* d, int np, int k, int promote) {
+  mma_kernel<FA, FB><<<grid, 32>>>(a, bt, c, d, np, k, promote);
+}
+
+std::vector<float> device_dot(const Inputs& in, int promote) {
+  int dev = 0;
+  cudaDeviceProp prop{};
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  cuda_check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  if (prop.major * 10 + prop.minor < 89)
+    die(std::string(prop.name) + " is sm_" + std::to_string(prop.major * 10 + prop.minor) +
+        ": FP8 mma.sync needs sm_89 or later");
+  std::fprintf(stderr, "mma_fp8: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+  const int mp = (in.m + 15) / 16 * 16, np = (in.n + 7) / 8 * 8, k = in.k;
+  // Padded operands: +0 codes (0x00 in both formats) outside M x N; only M x N is read back.
+  std::vector<uint8_t> a(size_t(mp) * k, 0), bt(size_t(np) * k, 0);
+  std::memcpy(a.data(), in.a.data(), in.a.size());
+  for (int kk = 0; kk < k; ++kk)
+    for (int j = 0; j < in.n; ++j) bt[size_t(j) * k + kk] = in.b[size_t(kk) * in.n + j];
+  std::vector<float> c(size_t(mp) * np, 0.0f);
+  for (int i = 0; i < in.m; ++i)
+    for (int j = 0; j < in.n; ++j) c[size_t(i) * np + j] = in.has_c ? in.c[size_t(i) * in.n + j] : 0.0f;
+  uint8_t *da = nullptr, *db = nullptr;
+  float *dc = nullptr, *dd = nullptr;
+  cuda_check(cudaMalloc(&da, a.size()), "cudaMalloc a");
+  cuda_check(cudaMalloc(&db, bt.size()), "cudaMalloc b");
+  cuda_check(cudaMalloc(&dc, c.size() * 4), "cudaMalloc c");
+  cuda_check(cudaMalloc(&dd, c.size() * 4), "cudaMalloc d");
+  cuda_check(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "copy a");
+  cuda_check(cudaMemcpy(db, bt.data(), bt.size(), cudaMemcpyHostToDevice), "copy b");
+  cuda_check(cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice), "copy c");
+  cuda_check(cudaMemset(dd, 0xFF, c.size() * 4), "memset d");  // NaN pattern: an unwritten element shows
+  const dim3 grid(np / 8, mp / 16);
+  if (in.fa == kE4M3 && in.fb == kE4M3) launch<kE4M3, kE4M3>(grid, da, db, dc, dd, np, k, promote);
+  else if (in.fa == kE4M3) launch<kE4M3, kE5M2>(grid, da, db, dc, dd, np, k, promote);
+  else if (in.fb == kE4M3) launch<kE5M2, kE4M3>(grid, da, db, dc, dd, np, k, promote);
+  else launch<kE5M2, kE5M2>(grid, da, db, dc, dd, np, k, promote);
+  cuda_check(cudaGetLastError(), "launch");
+  cuda_check(cudaDeviceSynchronize(), "kernel");
+  std::vector<float> dp(c.size());
+  cuda_check(cudaMemcpy(dp.data(), dd, dp.size() * 4, cudaMemcpyDeviceToHost), "copy d");
+  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
+  std::vector<float> d(size_t(in.m) * in.n);
+  for (int i = 0; i < in.m; ++i)
+    for (int j = 0; j < in.n; ++j) d[size_t(i) * in.n + j] = dp[size_t(i) * np + j];
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir, out, mode = "chain";
+  int promote = 0;
+  bool dry = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) die(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--mode") mode = value();
+    else if (arg == "--promote") promote = std::atoi(value().c_str());
+    else if (arg == "--out") out = value();
+    else if (arg == "--dry") dry = true;
+    else if (arg == "-h" || arg == "--help") {
+      std::printf("usage: mma_fp8 DIR [--mode chain|single] [--promote P] [--dry] [--out D.bin]\n");
+      return 0;
+    } else if (!arg.empty() && arg[0] == '-') die("unknown option " + arg);
+    else if (dir.empty()) dir = arg;
+    else die("one DIR only");
+  }
+  if (dir.empty()) die("usage: mma_fp8 DIR [--mode chain|single] [--promote P] [--dry] [--out D.bin]");
+  if (mode != "chain" && mode != "single") die("--mode: chain or single");
+  if (promote < 0 || promote % 32 != 0) die("--promote: a multiple of 32 (0: none)");
+  if (out.empty()) out = dir + "/d.bin";
+  const Inputs in = read_inputs(dir);
+  if (in.k % 32 != 0)  // padding K with +0 products would change signed-zero results
+    die("K = " + std::to_string(in.k) + ": K must be a multiple of 32 (one mma per 32)");
+  if (mode == "single" && in.k != 32) die("--mode single: one instruction, K must be 32, not " + std::to_string(in.k));
+  if (dry && promote) die("--dry computes fp32_sequential; --promote is for the device");
+  const std::vector<float> d = dry ? host_dot(in) : device_dot(in, promote);
+  std::ofstream o(out, std::ios::binary);
+  o.write(reinterpret_cast<const char*>(d.data()), std::streamsize(d.size() * 4));
+  if (!o) die("cannot write " + out);
+  std::fprintf(stderr, "mma_fp8: %s: %d x %d of K = %d (%s x %s%s), %s%s -> %s\n", dir.c_str(), in.m, in.n, in.k,
+               in.fa == kE4M3 ? "e4m3" : "e5m2", in.fb == kE4M3 ? "e4m3" : "e5m2", in.has_c ? ", C" : "",
+               dry ? "host fp32_sequential (--dry)" : ("mma.sync " + mode).c_str(),
+               promote ? (", promote " + std::to_string(promote)).c_str() : "", out.c_str());
+  return 0;
+}
