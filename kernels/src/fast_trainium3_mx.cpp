@@ -10,7 +10,8 @@
 // power of two (within fp64's range); PSUM starts at C0 and adds each t in fp32; t + s_p is formed exactly as a two-sum (r, e) and rounded
 // to odd at 53 bits (r moved one ulp toward e when e != 0 and r's last bit is even), which
 // rounds to fp32 as the exact sum does (53 >= 24 + 2); every operation runs under the IEEE
-// default environment. Threads split the rows.
+// default environment. Threads split the rows. Where the CPU has AVX-512, each 32 columns run in
+// the column kernel of isa/trn3mx_avx512.cpp: the same operations per lane.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -20,6 +21,8 @@
 
 #include "code_info.hpp"
 #include "fp8q/numerics/fp_env.hpp"
+#include "fp8q/numerics/isa.hpp"
+#include "isa/trn3mx.hpp"
 #include "model_paths.hpp"
 #include "operands.hpp"
 
@@ -27,7 +30,7 @@ namespace fp8q::detail {
 namespace {
 
 constexpr std::size_t kInst = kTrn3MxInstructionK, kParts = kInst / 4, kGroup = 32;
-constexpr std::size_t kNb = 8;    // output columns computed together
+constexpr std::size_t kNb = kTrn3Lanes;  // output columns computed together (32)
 constexpr std::size_t kNc = 256;  // columns of B decoded at a time (K x 256 fp64)
 
 // The exponents q of the finest product quantum and t with |product| < 2^t, over finite
@@ -66,7 +69,12 @@ inline float add_once(float t, double s) {
 // 2^(code - 127) as fp64 (exact: E8M0's range is inside fp64's), NaN for 0xFF.
 double pow2_of(std::uint8_t code) { return code == 0xFF ? std::nan("") : std::ldexp(1.0, static_cast<int>(code) - 127); }
 
+// kVector: the kNb columns in one call of the AVX-512 column kernel (isa/trn3mx.hpp), the same
+// operations per lane as the scalar loop.
+template <bool kVector>
 void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1, float* out) {
+  static_assert(kNb == kTrn3Lanes && kNc % kNb == 0);
+  const Trn3MxColumns columns = kVector ? trn3mx_columns_avx512() : nullptr;
   ScopedDefaultFpEnv env;
   const std::size_t K = g.k, N = g.n, kg = (K + kGroup - 1) / kGroup;
   const auto ia = code_info(g.a.format), ib = code_info(g.b.format);
@@ -85,7 +93,10 @@ void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1,
         const std::size_t nb = std::min(kNb, nc - j0);
         std::array<float, kNb> psum{};  // PSUM starts at the accumulator input C0 (gemm.hpp)
         for (std::size_t j = 0; j < nb; ++j) psum[j] = accumulator_input(g, m, n0 + j0 + j);
-        for (std::size_t k0 = 0; k0 < K; k0 += kInst) {
+        if (kVector) {  // lanes past nb read stale columns of b and are dropped
+          columns(a.data(), sa.data(), &b[j0], &sb[j0], kNc, K, psum.data());
+        }
+        for (std::size_t k0 = 0; !kVector && k0 < K; k0 += kInst) {
           std::array<float, kNb> t{};
           for (std::size_t p = 0; p < kParts && k0 + 4 * p < K; ++p) {
             const std::size_t k = k0 + 4 * p, q = k / kGroup, len = std::min<std::size_t>(4, K - k);
@@ -122,7 +133,8 @@ ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o) {
   if (!product_bounds(g.a.format, g.b.format, quantum, top)) return {};
   // 4 products below 2^top, multiples of 2^quantum: exact in fp64 when 4 * 2^top <= 2^(53 + quantum)
   if (top + 2 - quantum > 53) return {};
-  return {rows, "generic"};
+  if (active_isa() == Isa::kAvx512 && trn3mx_columns_avx512() != nullptr) return {rows<true>, "avx512"};
+  return {rows<false>, "generic"};
 }
 
 }  // namespace fp8q::detail
