@@ -31,7 +31,7 @@ inline __m512d add_once(__m512d t, __m512d s) {
       ~(_mm512_cmp_pd_mask(e, zero, _CMP_GT_OQ) ^ _mm512_cmp_pd_mask(r, zero, _CMP_GT_OQ)));
   bits = _mm512_mask_add_epi64(bits, adjust & same, bits, one);
   bits = _mm512_mask_sub_epi64(bits, adjust & static_cast<__mmask8>(~same), bits, one);
-  return _mm512_cvtps_pd(_mm512_cvtpd_ps(_mm512_castsi512_pd(bits)));
+  return _mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_cvtpd_ps(0xFF, _mm512_castsi512_pd(bits)));
 }
 
 // Four 8-lane vectors of columns at once: their rounding chains are independent, so the
@@ -56,7 +56,7 @@ void columns(const double* a, const double* sa, const double* b, const double* s
       for (int v = 0; v < kV; ++v)
         t[v] = add_once(t[v], _mm512_mul_pd(_mm512_mul_pd(s[v], scale), _mm512_loadu_pd(sb + q * ldb + 8 * v)));
     }
-    for (int v = 0; v < kV; ++v) psum[v] = _mm256_add_ps(psum[v], _mm512_cvtpd_ps(t[v]));  // PSUM: fp32(psum + t)
+    for (int v = 0; v < kV; ++v) psum[v] = _mm256_add_ps(psum[v], _mm512_maskz_cvtpd_ps(0xFF, t[v]));  // PSUM: fp32(psum + t)
   }
   for (int v = 0; v < kV; ++v) _mm256_storeu_ps(psum_io + 8 * v, psum[v]);
 }
