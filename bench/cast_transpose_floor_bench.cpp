@@ -34,7 +34,7 @@ enum Part : unsigned { kConvert = 1, kTranspose = 2, kAmax = 4 };
 
 void run_parts(benchmark::State& state, unsigned parts) {
   const detail::TransposeKernels* t = detail::transpose_kernels_avx2();
-  if (t == nullptr || active_isa() == Isa::kGeneric) {
+  if (active_isa() == Isa::kGeneric || t == nullptr) {
     state.SkipWithError("needs the AVX2 kernels");
     return;
   }

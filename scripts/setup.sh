@@ -8,6 +8,8 @@ packages=(
   cmake ninja-build g++                  # toolchain
   python3 python3-venv python3-dev       # tests/independent, examples/, the Python environment
   libgtest-dev                           # tests
+  libxsimd-dev                           # the portable SIMD layer (numerics/src/isa/ops_xsimd.hpp)
+  g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user googletest  # aarch64 (scripts/test-aarch64.sh)
   libbenchmark-dev                       # bench/ and `fp8q bench`
   libcli11-dev nlohmann-json3-dev        # the fp8q tool; nlohmann also parses safetensors headers
   libopenblas-dev                        # the sgemm/dgemm baselines of the GEMM benchmarks

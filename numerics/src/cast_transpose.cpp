@@ -154,13 +154,10 @@ void copy_base(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool s
 constexpr TransposeKernels kBase{&tile_column_base, &copy_base};
 
 const TransposeKernels& kernels_for(Isa isa) {
-#if defined(FP8Q_HAVE_AVX2)
   // AVX-512 machines run the AVX2 kernels (a tile row is 64 bytes: one 512-bit register would
   // hold a whole row, but the shuffles that interleave rows work per 128-bit lane either way)
-  if (isa != Isa::kGeneric) return *detail::transpose_kernels_avx2();
-#else
-  (void)isa;
-#endif
+  if (isa != Isa::kGeneric)
+    if (const detail::TransposeKernels* k = detail::transpose_kernels_avx2()) return *k;
   return kBase;
 }
 

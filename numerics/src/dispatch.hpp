@@ -30,7 +30,7 @@ void parallel_pinned(std::size_t n, int threads, const Body& body, ChunkGrain gr
 // Rows as the unit of work: no thread gets fewer than ~16384 elements.
 inline ChunkGrain row_grain(std::size_t cols) { return {1, cols == 0 ? 16384 : (16384 + cols - 1) / cols}; }
 
-// One little-endian code of `bytes` bytes (x86-64 is little-endian); memcpy: p may be unaligned.
+// One little-endian code of `bytes` bytes (x86-64 and aarch64 Linux are little-endian); memcpy: p may be unaligned.
 inline std::uint64_t load_code(const std::byte* p, std::size_t bytes) {
   std::uint64_t v = 0;
   std::memcpy(&v, p, bytes);
@@ -62,6 +62,7 @@ inline NarrowFn narrow_kernel(Isa isa, Source s, Rounding r) {
   NarrowFn fn = nullptr;
   if (isa == Isa::kAvx512) fn = narrow_kernel_avx512(s, r);
   if (isa == Isa::kAvx2) fn = narrow_kernel_avx2(s, r);
+  if (isa == Isa::kNeon) fn = narrow_kernel_neon(s, r);
   return fn != nullptr ? fn : narrow_kernel_generic(s, r);
 }
 
@@ -69,6 +70,7 @@ inline NarrowFn narrow_kernel(Isa isa, Source s, Rounding r) {
 inline MxFn mx_kernel(Isa isa, Source s, Rounding r) {
   if (isa == Isa::kAvx512) return mx_kernel_avx512(s, r);
   if (isa == Isa::kAvx2) return mx_kernel_avx2(s, r);
+  if (isa == Isa::kNeon) return mx_kernel_neon(s, r);
   return nullptr;
 }
 

@@ -30,6 +30,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::kGeneric: return "generic";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kNeon: return "neon";
   }
   return "?";
 }
@@ -40,10 +41,13 @@ bool isa_supported(Isa isa) {
 #if defined(FP8Q_HAVE_AVX2)
     // __builtin_cpu_supports consults CPUID and, for AVX and AVX-512, whether the OS saves
     // the wider registers (XCR0).
-    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && cpu_has_f16c();
+    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 #endif
 #if defined(FP8Q_HAVE_AVX512)
     case Isa::kAvx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+#endif
+#if defined(FP8Q_HAVE_NEON)
+    case Isa::kNeon: return true;  // Advanced SIMD is part of every aarch64 CPU
 #endif
     default: return false;
   }
@@ -51,13 +55,13 @@ bool isa_supported(Isa isa) {
 
 Isa active_isa() {
   static const Isa chosen = [] {
-    Isa cap = Isa::kAvx512;
+    Isa cap = kAllIsas.back();
     if (const char* env = std::getenv("FP8Q_ISA")) {
       bool known = false;
       for (Isa i : kAllIsas)
         if (isa_name(i) == env) cap = i, known = true;
       if (!known)
-        throw std::invalid_argument("FP8Q_ISA='" + std::string(env) + "' is not one of: generic avx2 avx512");
+        throw std::invalid_argument("FP8Q_ISA='" + std::string(env) + "' is not one of: generic avx2 avx512 neon");
     }
     Isa best = Isa::kGeneric;
     for (Isa i : kAllIsas)

@@ -61,11 +61,10 @@ constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, void>, &bits_base<std::u
 }  // namespace
 
 const MaxAbsKernels& max_abs_kernels(Isa isa) {
-#if defined(FP8Q_HAVE_AVX2)
-  if (isa != Isa::kGeneric) return *max_abs_kernels_avx2();
-#else
-  (void)isa;
-#endif
+  if (isa == Isa::kAvx2 || isa == Isa::kAvx512)
+    if (const MaxAbsKernels* k = max_abs_kernels_avx2()) return *k;
+  if (isa == Isa::kNeon)
+    if (const MaxAbsKernels* k = max_abs_kernels_neon()) return *k;
   return kBase;
 }
 

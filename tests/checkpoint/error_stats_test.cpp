@@ -34,13 +34,7 @@ namespace {
 
 using detail::Stretch;
 
-bool have_avx2() {
-#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
-  return isa_supported(Isa::kAvx2);
-#else
-  return false;
-#endif
-}
+bool have_avx2() { return isa_supported(Isa::kAvx2) && detail::error_kernels_avx2() != nullptr; }
 
 // Every field, doubles compared by their bits (so -0.0 != +0.0 and NaN payloads count).
 void expect_same(const ErrorStats& a, const ErrorStats& b, const std::string& what) {
@@ -340,7 +334,6 @@ TEST(StretchKernels, ArithmeticDecodeHoldsForTheIeeeLikeFormats) {
 
 TEST(StretchKernels, Avx2GivesTheGenericBitsOnAdversarialStretches) {
   if (!have_avx2()) GTEST_SKIP() << "no AVX2 + F16C";
-#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
   std::mt19937 rng(2024);
   int fast_candidates = 0;
   for (FormatId id : {FormatId::kE4M3FN, FormatId::kE4M3, FormatId::kE5M2, FormatId::kE4M3FNUZ, FormatId::kE5M2FNUZ}) {
@@ -386,7 +379,7 @@ TEST(StretchKernels, Avx2GivesTheGenericBitsOnAdversarialStretches) {
           a.sum_sq_error = b.sum_sq_error = 1e-9;
           a.max_abs_error = b.max_abs_error = trial % 3 == 0 ? 0.0 : 1e-6;
           detail::stretch_generic({&s, 1}, a);
-          detail::stretch_avx2({&s, 1}, b);
+          detail::error_kernels_avx2()->stretch({&s, 1}, b);
           expect_same(b, a,
                       std::string(f.name) + " " + std::string(dtype_name(d)) + " n=" + std::to_string(n) +
                           " trial " + std::to_string(trial));
@@ -396,13 +389,11 @@ TEST(StretchKernels, Avx2GivesTheGenericBitsOnAdversarialStretches) {
     }
   }
   EXPECT_GT(fast_candidates, 1000);
-#endif
 }
 
 // Each F16 code once, as an original element: vcvtph2ps and the generic table agree.
 TEST(StretchKernels, EveryF16CodeMeasuresAlike) {
   if (!have_avx2()) GTEST_SKIP() << "no AVX2 + F16C";
-#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
   std::array<float, 256> decoded{};
   for (std::size_t q = 0; q < 256; ++q) decoded[q] = decode_f32(q, kE4M3FN);
   std::vector<std::uint32_t> bits(65536);
@@ -428,10 +419,9 @@ TEST(StretchKernels, EveryF16CodeMeasuresAlike) {
   }
   ErrorStats a, b;
   detail::stretch_generic(ss, a);
-  detail::stretch_avx2(ss, b);
+  detail::error_kernels_avx2()->stretch(ss, b);
   expect_same(b, a, "all F16 codes");
   EXPECT_EQ(a.nonfinite, 2048u);  // exponent all ones: 2 signs x 1024 mantissas
-#endif
 }
 
 // ---- the NaN / Inf scan -------------------------------------------------------------------------

@@ -69,7 +69,11 @@ struct HistKernels {
 
 const HistKernels& hist_kernels_generic();
 // nullptr where this binary has no AVX2 path.
-const HistKernels* hist_kernels_avx2();
+#if defined(FP8Q_HAVE_AVX2)
+const HistKernels* hist_kernels_avx2();  // call only where Isa::kAvx2 is supported
+#else
+inline const HistKernels* hist_kernels_avx2() { return nullptr; }  // not compiled for this target
+#endif
 // The kernels for a forced ISA (std::invalid_argument if this machine lacks it), or for
 // fp8q::active_isa().
 const HistKernels& hist_kernels_for(const std::optional<Isa>& forced);

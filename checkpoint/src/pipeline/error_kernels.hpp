@@ -67,9 +67,6 @@ void arithmetic_decode(Stretch& s, int man_bits, int bias);
 using StretchFn = void (*)(std::span<const Stretch> stretches, ErrorStats& st);
 
 void stretch_generic(std::span<const Stretch> stretches, ErrorStats& st);
-#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
-void stretch_avx2(std::span<const Stretch> stretches, ErrorStats& st);  // AVX2 + F16C: call only where supported
-#endif
 
 // The kernel for an instruction set: the AVX2 one for kAvx2 and kAvx512 where this binary has
 // it and the CPU runs it, the generic one otherwise.
@@ -77,9 +74,18 @@ StretchFn stretch_kernel(Isa isa);
 
 // The first index of [begin, end) whose element is NaN or +/-Inf (end if none): the exponent
 // field all ones, bits 30..23 (F32), 14..7 (BF16), 14..10 (F16).
+using ScanFn = std::size_t (*)(const std::byte* data, DType dtype, std::size_t begin, std::size_t end);
 std::size_t first_nonfinite_generic(const std::byte* data, DType dtype, std::size_t begin, std::size_t end);
-#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
-std::size_t first_nonfinite_avx2(const std::byte* data, DType dtype, std::size_t begin, std::size_t end);
+
+// One ISA's kernels, as the generic ones above.
+struct ErrorKernels {
+  StretchFn stretch;
+  ScanFn first_nonfinite;
+};
+#if defined(FP8Q_HAVE_AVX2)
+const ErrorKernels* error_kernels_avx2();  // AVX2 + F16C: call only where Isa::kAvx2 is supported
+#else
+inline const ErrorKernels* error_kernels_avx2() { return nullptr; }  // not compiled for this target
 #endif
 
 // measure_error() cut into its fixed chunks of rows, so that a caller can run the chunks in

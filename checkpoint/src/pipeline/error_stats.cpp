@@ -33,21 +33,16 @@ void ErrorStats::merge(const ErrorStats& o) {
 namespace detail {
 
 StretchFn stretch_kernel(Isa isa) {
-#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
-  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && isa_supported(Isa::kAvx2)) return stretch_avx2;
-#endif
-  (void)isa;
+  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && isa_supported(Isa::kAvx2))
+    if (const ErrorKernels* k = error_kernels_avx2()) return k->stretch;
   return stretch_generic;
 }
 
 namespace {
 
-using ScanFn = std::size_t (*)(const std::byte*, DType, std::size_t, std::size_t);
 ScanFn scan_kernel(Isa isa) {
-#if defined(FP8Q_CHECKPOINT_HAVE_AVX2)
-  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && isa_supported(Isa::kAvx2)) return first_nonfinite_avx2;
-#endif
-  (void)isa;
+  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && isa_supported(Isa::kAvx2))
+    if (const ErrorKernels* k = error_kernels_avx2()) return k->first_nonfinite;
   return first_nonfinite_generic;
 }
 

@@ -268,7 +268,6 @@ inline bool any16(const std::byte* p, __m256i mask) {
   return _mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_and_si256(v, mask), mask)) != 0;
 }
 
-}  // namespace
 
 void stretch_avx2(std::span<const Stretch> stretches, ErrorStats& st) {
   if (stretches.empty()) return;
@@ -307,6 +306,13 @@ std::size_t first_nonfinite_avx2(const std::byte* data, DType dtype, std::size_t
     if (any) return first_nonfinite_generic(data, dtype, i, i + 64);
   }
   return first_nonfinite_generic(data, dtype, i, end);
+}
+
+}  // namespace
+
+const ErrorKernels* error_kernels_avx2() {
+  static constexpr ErrorKernels k{&stretch_avx2, &first_nonfinite_avx2};
+  return &k;
 }
 
 }  // namespace fp8q::checkpoint::detail

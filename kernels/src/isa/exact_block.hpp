@@ -59,6 +59,10 @@ struct XbTile {
 using XbKernel = void (*)(const XbTile& tile);
 
 XbKernel exact_block_kernel_generic();
-XbKernel exact_block_kernel_avx2();  // nullptr when this binary or CPU has no AVX2 + FMA path
+#if defined(FP8Q_HAVE_AVX2)
+XbKernel exact_block_kernel_avx2();  // nullptr where the CPU lacks AVX2 + FMA
+#else
+inline XbKernel exact_block_kernel_avx2() { return nullptr; }  // not compiled for this target
+#endif
 
 }  // namespace fp8q::detail

@@ -8,6 +8,8 @@
 // no FTZ/DAZ), and vaddps adds it to the accumulator.
 #include <immintrin.h>
 
+#include "fp8q/numerics/isa.hpp"
+
 #include "exact_block.hpp"
 
 namespace fp8q::detail {
@@ -104,8 +106,7 @@ void kernel(const XbTile& t) {
 }  // namespace
 
 XbKernel exact_block_kernel_avx2() {
-  static const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return fma ? &kernel : nullptr;
+  return isa_supported(Isa::kAvx2) ? &kernel : nullptr;
 }
 
 }  // namespace fp8q::detail

@@ -60,6 +60,10 @@ struct FuTile {
 using FuKernel = void (*)(const FuTile& tile);
 
 FuKernel fused_kernel_generic();
-FuKernel fused_kernel_avx2();  // nullptr when this binary or CPU has no AVX2 path
+#if defined(FP8Q_HAVE_AVX2)
+FuKernel fused_kernel_avx2();  // nullptr where the CPU lacks AVX2
+#else
+inline FuKernel fused_kernel_avx2() { return nullptr; }  // not compiled for this target
+#endif
 
 }  // namespace fp8q::detail

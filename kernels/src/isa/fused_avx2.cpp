@@ -8,6 +8,8 @@
 // nor the rounding mode could change a bit (MXCSR is 0x1F80 anyway).
 #include <immintrin.h>
 
+#include "fp8q/numerics/isa.hpp"
+
 #include "fused.hpp"
 
 namespace fp8q::detail {
@@ -121,8 +123,7 @@ void kernel(const FuTile& t) {
 }  // namespace
 
 FuKernel fused_kernel_avx2() {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2 ? &kernel : nullptr;
+  return isa_supported(Isa::kAvx2) ? &kernel : nullptr;
 }
 
 }  // namespace fp8q::detail

@@ -20,6 +20,10 @@ using SeqKernel = void (*)(std::size_t kc, const float* ap, const float* bp, con
                           float* out, std::size_t ldo);
 
 SeqKernel seq_kernel_generic();
-SeqKernel seq_kernel_avx2();  // nullptr when this binary or CPU has no AVX2 + FMA path
+#if defined(FP8Q_HAVE_AVX2)
+SeqKernel seq_kernel_avx2();  // nullptr where the CPU lacks AVX2 + FMA
+#else
+inline SeqKernel seq_kernel_avx2() { return nullptr; }  // not compiled for this target
+#endif
 
 }  // namespace fp8q::detail

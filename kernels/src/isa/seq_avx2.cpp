@@ -6,6 +6,8 @@
 // anything. One FMA instead of a multiply and an add halves the instructions per product.
 #include <immintrin.h>
 
+#include "fp8q/numerics/isa.hpp"
+
 #include "seq.hpp"
 
 namespace fp8q::detail {
@@ -47,8 +49,7 @@ void kernel(std::size_t kc, const float* ap, const float* bp, const float* init,
 }  // namespace
 
 SeqKernel seq_kernel_avx2() {
-  static const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return fma ? &kernel : nullptr;
+  return isa_supported(Isa::kAvx2) ? &kernel : nullptr;
 }
 
 }  // namespace fp8q::detail

@@ -11,6 +11,8 @@
 // Only an init value could be subnormal; a tile with one takes the scalar loop below.
 #include <immintrin.h>
 
+#include "fp8q/numerics/isa.hpp"
+
 #include <bit>
 
 #include "seq_bf16.hpp"
@@ -86,7 +88,7 @@ void kernel(std::size_t pairs, const std::uint32_t* ap, const std::uint32_t* bp,
 }  // namespace
 
 PairKernel seq_kernel_avx512bf16() {
-  static const bool bf16 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  static const bool bf16 = isa_supported(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
   return bf16 ? &kernel : nullptr;
 }
 

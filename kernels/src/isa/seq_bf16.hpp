@@ -33,6 +33,10 @@ inline constexpr float kPadA = -0.0f, kPadB = 0.0f;
 using PairKernel = void (*)(std::size_t pairs, const std::uint32_t* ap, const std::uint32_t* bp, const float* init,
                             std::size_t ldi, float* out, std::size_t ldo);
 
-PairKernel seq_kernel_avx512bf16();  // nullptr when this binary or CPU has no AVX-512 BF16
+#if defined(FP8Q_HAVE_AVX512BF16)
+PairKernel seq_kernel_avx512bf16();  // nullptr where the CPU lacks AVX-512 BF16
+#else
+inline PairKernel seq_kernel_avx512bf16() { return nullptr; }  // not compiled for this target
+#endif
 
 }  // namespace fp8q::detail

@@ -23,6 +23,10 @@ inline constexpr std::size_t kTrn3Lanes = 32;  // columns per call
 using Trn3MxColumns = void (*)(const double* a, const double* sa, const double* b, const double* sb,
                                std::size_t ldb, std::size_t k, float* psum);
 
-Trn3MxColumns trn3mx_columns_avx512();  // nullptr when this binary or CPU has no AVX-512
+#if defined(FP8Q_HAVE_AVX512)
+Trn3MxColumns trn3mx_columns_avx512();  // nullptr where the CPU lacks AVX-512
+#else
+inline Trn3MxColumns trn3mx_columns_avx512() { return nullptr; }  // not compiled for this target
+#endif
 
 }  // namespace fp8q::detail

@@ -4,6 +4,8 @@
 // (exact here in any case).
 #include <immintrin.h>
 
+#include "fp8q/numerics/isa.hpp"
+
 #include <algorithm>
 
 #include "fp8q/numerics/accumulation.hpp"
@@ -64,8 +66,7 @@ void columns(const double* a, const double* sa, const double* b, const double* s
 }  // namespace
 
 Trn3MxColumns trn3mx_columns_avx512() {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512 ? &columns : nullptr;
+  return isa_supported(Isa::kAvx512) ? &columns : nullptr;
 }
 
 }  // namespace fp8q::detail

@@ -1,5 +1,5 @@
 // Internal: the kernels behind fp8q/numerics/max_abs.hpp, one set per instruction set (the
-// baseline in max_abs.cpp, AVX2 in max_abs_avx2.cpp). Inputs may have any alignment. Not
+// baseline in max_abs.cpp, AVX2 in max_abs_avx2.cpp, NEON in max_abs_neon.cpp). Inputs may have any alignment. Not
 // installed.
 #pragma once
 
@@ -45,7 +45,16 @@ inline void merge_max(std::atomic<std::uint32_t>& shared, std::uint32_t local) {
 }
 
 // nullptr where this binary has no AVX2 build of them.
-const MaxAbsKernels* max_abs_kernels_avx2();
+#if defined(FP8Q_HAVE_AVX2)
+const MaxAbsKernels* max_abs_kernels_avx2();  // call only where Isa::kAvx2 is supported
+#else
+inline const MaxAbsKernels* max_abs_kernels_avx2() { return nullptr; }  // not compiled for this target
+#endif
+#if defined(FP8Q_HAVE_NEON)
+const MaxAbsKernels* max_abs_kernels_neon();
+#else
+inline const MaxAbsKernels* max_abs_kernels_neon() { return nullptr; }  // not compiled for this target
+#endif
 // The kernels for `isa` (AVX-512 machines run the AVX2 ones: a max is bound by the loads).
 const MaxAbsKernels& max_abs_kernels(Isa isa);
 

@@ -79,11 +79,29 @@ void fill_bf16_codes(MxParams& m);
 using MxFn = std::size_t (*)(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                              std::uint64_t index0, const NarrowParams& p, const MxParams& m);
 
-// One table per ISA; nullptr where the ISA is not compiled into this binary.
+// One table per ISA (call only where the ISA is supported); nullptr for a (source, rounding)
+// it has no kernel for, and where the ISA is not compiled for this target.
 NarrowFn narrow_kernel_generic(Source s, Rounding r);
+#if defined(FP8Q_HAVE_AVX2)
 NarrowFn narrow_kernel_avx2(Source s, Rounding r);
-NarrowFn narrow_kernel_avx512(Source s, Rounding r);
 MxFn mx_kernel_avx2(Source s, Rounding r);
+#else
+inline NarrowFn narrow_kernel_avx2(Source, Rounding) { return nullptr; }
+inline MxFn mx_kernel_avx2(Source, Rounding) { return nullptr; }
+#endif
+#if defined(FP8Q_HAVE_AVX512)
+NarrowFn narrow_kernel_avx512(Source s, Rounding r);
 MxFn mx_kernel_avx512(Source s, Rounding r);
+#else
+inline NarrowFn narrow_kernel_avx512(Source, Rounding) { return nullptr; }
+inline MxFn mx_kernel_avx512(Source, Rounding) { return nullptr; }
+#endif
+#if defined(FP8Q_HAVE_NEON)
+NarrowFn narrow_kernel_neon(Source s, Rounding r);
+MxFn mx_kernel_neon(Source s, Rounding r);
+#else
+inline NarrowFn narrow_kernel_neon(Source, Rounding) { return nullptr; }
+inline MxFn mx_kernel_neon(Source, Rounding) { return nullptr; }
+#endif
 
 }  // namespace fp8q::detail

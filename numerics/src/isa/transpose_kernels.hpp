@@ -27,6 +27,10 @@ struct TransposeKernels {
 };
 
 // nullptr where this binary has no AVX2 build of them (the caller keeps the baseline).
-const TransposeKernels* transpose_kernels_avx2();
+#if defined(FP8Q_HAVE_AVX2)
+const TransposeKernels* transpose_kernels_avx2();  // call only where Isa::kAvx2 is supported
+#else
+inline const TransposeKernels* transpose_kernels_avx2() { return nullptr; }  // not compiled for this target
+#endif
 
 }  // namespace fp8q::detail
