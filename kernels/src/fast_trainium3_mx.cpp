@@ -69,12 +69,13 @@ inline float add_once(float t, double s) {
 // 2^(code - 127) as fp64 (exact: E8M0's range is inside fp64's), NaN for 0xFF.
 double pow2_of(std::uint8_t code) { return code == 0xFF ? std::nan("") : std::ldexp(1.0, static_cast<int>(code) - 127); }
 
-// kVector: the kNb columns in one call of the AVX-512 column kernel (isa/trn3mx.hpp), the same
-// operations per lane as the scalar loop.
-template <bool kVector>
+// Columns: the getter of an ISA's column kernel (isa/trn3mx.hpp), which takes the kNb columns
+// in one call with the same operations per lane as the scalar loop; nullptr: the scalar loop.
+template <Trn3MxColumns (*Columns)()>
 void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1, float* out) {
   static_assert(kNb == kTrn3Lanes && kNc % kNb == 0);
-  const Trn3MxColumns columns = kVector ? trn3mx_columns_avx512() : nullptr;
+  constexpr bool kVector = Columns != nullptr;
+  const Trn3MxColumns columns = kVector ? Columns() : nullptr;
   ScopedDefaultFpEnv env;
   const std::size_t K = g.k, N = g.n, kg = (K + kGroup - 1) / kGroup;
   const auto ia = code_info(g.a.format), ib = code_info(g.b.format);
@@ -133,8 +134,11 @@ ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o) {
   if (!product_bounds(g.a.format, g.b.format, quantum, top)) return {};
   // 4 products below 2^top, multiples of 2^quantum: exact in fp64 when 4 * 2^top <= 2^(53 + quantum)
   if (top + 2 - quantum > 53) return {};
-  if (active_isa() == Isa::kAvx512 && trn3mx_columns_avx512() != nullptr) return {rows<true>, "avx512"};
-  return {rows<false>, "generic"};
+  const Isa isa = active_isa();
+  if (isa == Isa::kAvx512 && trn3mx_columns_avx512() != nullptr) return {rows<trn3mx_columns_avx512>, "avx512"};
+  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && trn3mx_columns_avx2() != nullptr)
+    return {rows<trn3mx_columns_avx2>, "avx2"};
+  return {rows<nullptr>, "generic"};
 }
 
 }  // namespace fp8q::detail

@@ -11,6 +11,7 @@
 #include "fp8q/numerics/parallel.hpp"
 #include "dispatch.hpp"
 #include "isa/max_abs_kernels.hpp"
+#include "isa/widen.hpp"
 
 namespace fp8q {
 namespace {
@@ -21,6 +22,9 @@ using detail::narrow_kernel;
 using detail::parallel_pinned;
 using detail::source_of;
 using detail::throw_invalid_code;
+using detail::WideOut;
+using detail::WidenFn;
+using detail::WidenParams;
 
 void store_le(std::byte* p, std::uint64_t v, int bytes) { std::memcpy(p, &v, static_cast<std::size_t>(bytes)); }
 
@@ -40,7 +44,8 @@ std::string nan_message(std::size_t index, const Format& to) {
 }
 
 // Narrow sources (<= 8 bits): one table of 256 results for this call's options, applied by a
-// plain lookup loop per output width. Codes that are not codes of `from` (fp6/fp4 bytes with
+// plain lookup loop per output width, or, into fp32 / bf16 / fp16 where the ISA has a decoding
+// kernel whose formula gives the table's results (checked once per call, isa/widen.hpp), by it. Codes that are not codes of `from` (fp6/fp4 bytes with
 // high bits set) and NaNs the target cannot hold are found by a check per chunk that only
 // runs its slow search when such a byte is present.
 template <class Out>
@@ -50,8 +55,17 @@ void apply_table(const std::uint8_t* src, std::byte* dst, std::size_t begin, std
   for (std::size_t i = begin; i < end; ++i) std::memcpy(dst + i * sizeof(Out), &table[src[i]], sizeof(Out));
 }
 
+// The decoding kernel of `isa` for from -> to where it computes the table (isa/widen.hpp), or
+// nullptr.
+WidenFn widen_kernel(Isa isa, const Format& from, const Format& to, const void* table, WidenParams& p) {
+  if (isa == Isa::kGeneric || !(to == kF32 || to == kBF16 || to == kF16)) return nullptr;
+  const WideOut w = to == kF32 ? WideOut::kF32 : to == kBF16 ? WideOut::kBF16 : WideOut::kF16;
+  if (!detail::make_widen_params(from, w, table, p)) return nullptr;
+  return isa == Isa::kNeon ? detail::widen_kernel_neon(w) : detail::widen_kernel_avx2(w);
+}
+
 void convert_by_table(std::span<const std::byte> in, const Format& from, std::span<std::byte> out,
-                      const Format& to, const ConvertOptions& o, int threads) {
+                      const Format& to, const ConvertOptions& o, int threads, Isa isa) {
   std::array<std::uint64_t, 256> codes{};
   std::array<bool, 256> bad{};  // not a code of `from`, or a NaN the target cannot hold (kError)
   bool any_bad = false;
@@ -81,9 +95,15 @@ void convert_by_table(std::span<const std::byte> in, const Format& from, std::sp
   };
   auto run = [&]<class Out>(Out tag) {
     const std::array<Out, 256> table = narrowed(tag);
+    WidenParams wp;
+    const WidenFn widen = sizeof(Out) > 4 ? nullptr : widen_kernel(isa, from, to, table.data(), wp);  // after check()
     parallel_pinned(in.size(), threads, [&](std::size_t begin, std::size_t end) {
       check(begin, end);
-      apply_table(src, out.data(), begin, end, table);
+      if (widen != nullptr) {
+        widen(src + begin, out.data() + begin * sizeof(Out), end - begin, wp);
+      } else {
+        apply_table(src, out.data(), begin, end, table);
+      }
     });
   };
   switch (to.storage_bytes()) {
@@ -134,7 +154,7 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
     return;
   }
   if (from.bits() <= 8 && o.rounding != Rounding::kStochastic) {
-    convert_by_table(in, from, out, to, o, bulk.threads);
+    convert_by_table(in, from, out, to, o, bulk.threads, isa);
     return;
   }
   parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {

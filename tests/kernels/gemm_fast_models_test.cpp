@@ -231,8 +231,9 @@ TEST(GemmFastModels, FusedSpecialValues) {
 // both, specials, C and bias. e5m2 x e5m2 products span more than fp64 holds exactly in a sum
 // of 4, so that pair runs the reference, as do wrapX and the other assumptions.
 TEST(GemmFastModels, Trainium3MxOneByThirtyTwo) {
-  // the AVX-512 column kernel where the active ISA is AVX-512; CTest also runs FP8Q_ISA=generic
-  const std::string_view fast = isa_name(active_isa()) == "avx512" ? "avx512" : "generic";
+  // the column kernel of the active ISA (AVX-512 or AVX2); CTest also runs FP8Q_ISA=generic and avx2
+  const Isa isa = active_isa();
+  const std::string_view fast = isa == Isa::kAvx512 || isa == Isa::kAvx2 ? isa_name(isa) : "generic";
   std::mt19937_64 rng(21);
   const M model = M::trainium3_mx(Trn3Layout::k1x32);
   const std::tuple<F, F, S, S> variants[] = {

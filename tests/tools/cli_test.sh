@@ -68,6 +68,11 @@ check "dump e8m0 code 0" 0 '' -- "$fp8q" dump --format e8m0 "$tmp/e8m0-zero"
 expect "dump prints 2^-127 exactly" grep -q '0x00  5.8774717541114375398436826861112283890933277838604376075437585313920862972736358642578125e-39$' "$tmp/out"
 check "bench no match" 2 'no benchmark case matches' -- "$fp8q" bench --filter '^nothing$'
 check "bench bad regex" 2 'not a regular expression' -- "$fp8q" bench --filter '('
+check "bench bad BLAS kernel" 2 'not an OpenBLAS core name' -- "$fp8q" bench --blas-kernel 'x;y'
+# --blas-kernel sets OPENBLAS_CORETYPE for the command alone: the report names the kernel that ran.
+check "bench with a BLAS kernel" 0 '' -- "$fp8q" bench --filter '^gemm/openblas_sgemm/512/threads:1$' \
+  --blas-kernel Haswell --repetitions 1 --min-time 0.01
+expect "the report names the kernel" grep -q '^OpenBLAS kernel: Haswell (OPENBLAS_CORETYPE Haswell)$' "$tmp/out"
 
 # calibrate: one line per tensor (or per row), JSON keyed by tensor name; errors exit 2.
 # A safetensors file with one F32 tensor "act" [2, 3] = 1..6 and one I64 tensor (skipped).

@@ -1,13 +1,20 @@
-// fp8q bench [--filter REGEX] [--json] [--min-time S] [--repetitions N]: runs the benchmark
-// cases and prints, for each, its throughput, every baseline measured in the same run, and
-// the ratio (case / baseline; > 1 is faster). Figures are medians over the repetitions.
+// fp8q bench [--filter REGEX] [--json] [--min-time S] [--repetitions N] [--blas-kernel K]:
+// runs the benchmark cases and prints, for each, its throughput, every baseline measured in the
+// same run, and the ratio (case / baseline; > 1 is faster). Figures are medians over the
+// repetitions.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "fp8q/numerics/isa.hpp"
 #include "registry.hpp"
@@ -22,7 +29,39 @@ struct BenchArgs {
   bool json = false;
   double min_time = 0.5;
   int repetitions = 5;
+  std::string blas_kernel;  // OPENBLAS_CORETYPE for this command; "auto": the one that suits the CPU
 };
+
+// The OpenBLAS kernel that suits this CPU: its AVX-512 one where the CPU has AVX-512 F + BW,
+// else its AVX2 one (OpenBLAS reads the name at load time, before main).
+std::string suited_blas_kernel() {
+  if (isa_supported(Isa::kAvx512)) return "SkylakeX";
+  if (isa_supported(Isa::kAvx2)) return "Haswell";
+  return "";
+}
+
+// Runs this command again with OPENBLAS_CORETYPE=kernel (its arguments read back from
+// /proc/self/cmdline) unless it is already set so; the environment of the caller is unchanged.
+void reexec_with_blas_kernel(const std::string& kernel) {
+  const char* now = std::getenv("OPENBLAS_CORETYPE");
+  if (kernel.empty() || (now != nullptr && kernel == now)) return;
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (std::size_t b = 0, e; b < raw.size(); b = e + 1) {
+    e = raw.find('\0', b);
+    if (e == std::string::npos) e = raw.size();
+    args.push_back(raw.substr(b, e - b));
+  }
+  if (args.empty()) throw std::runtime_error("--blas-kernel: cannot read this command's arguments");
+  std::vector<char*> argv;
+  for (auto& x : args) argv.push_back(x.data());
+  argv.push_back(nullptr);
+  setenv("OPENBLAS_CORETYPE", kernel.c_str(), 1);
+  std::fflush(stdout);
+  execv("/proc/self/exe", argv.data());
+  throw std::runtime_error("--blas-kernel: could not restart the command with OPENBLAS_CORETYPE=" + kernel);
+}
 
 void run(const BenchArgs& a) {
   try {
@@ -32,6 +71,12 @@ void run(const BenchArgs& a) {
   }
   if (a.repetitions < 1) throw UsageError("--repetitions: must be at least 1");
   if (a.min_time <= 0) throw UsageError("--min-time: must be positive");
+  if (!a.blas_kernel.empty()) {
+    const std::string k = a.blas_kernel == "auto" ? suited_blas_kernel() : a.blas_kernel;
+    if (k.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos)
+      throw UsageError("--blas-kernel: '" + a.blas_kernel + "' is not an OpenBLAS core name (letters and digits)");
+    reexec_with_blas_kernel(k);
+  }
   const auto results = bench::run_cases(a.filter, a.min_time, a.repetitions);
   if (results.empty()) throw UsageError("--filter: no benchmark case matches '" + a.filter + "'");
   std::map<std::string, bench::Measurement> by_name;
@@ -94,6 +139,9 @@ void add_bench(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->add_option("--min-time", a->min_time, "Seconds per measurement")->capture_default_str();
   cmd->add_option("--repetitions", a->repetitions, "Repetitions; figures are their medians")->capture_default_str();
+  cmd->add_option("--blas-kernel", a->blas_kernel,
+                  "OpenBLAS kernel of the sgemm/dgemm baselines (OPENBLAS_CORETYPE for this command alone): a core "
+                  "name (Haswell, SkylakeX, ...) or 'auto', the one that suits this CPU");
   cmd->callback([a] { run(*a); });
 }
 

@@ -23,6 +23,11 @@ inline constexpr std::size_t kTrn3Lanes = 32;  // columns per call
 using Trn3MxColumns = void (*)(const double* a, const double* sa, const double* b, const double* sb,
                                std::size_t ldb, std::size_t k, float* psum);
 
+#if defined(FP8Q_HAVE_AVX2)
+Trn3MxColumns trn3mx_columns_avx2();  // nullptr where the CPU lacks AVX2
+#else
+inline Trn3MxColumns trn3mx_columns_avx2() { return nullptr; }  // not compiled for this target
+#endif
 #if defined(FP8Q_HAVE_AVX512)
 Trn3MxColumns trn3mx_columns_avx512();  // nullptr where the CPU lacks AVX-512
 #else

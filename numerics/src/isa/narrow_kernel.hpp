@@ -72,7 +72,7 @@ struct NarrowKernel {
     V c7fffffff, c7fffff, c800000, c7f800000, c80000000, one, zero, m1_127, emin, sh_base,
         max_code, nan_code, inf_or_nan, c31, c32, min_normal, cap, quantum_shift, max_bits,
         madd_weights, c16, nan_shifted;
-    __m128i code_shift;
+    int code_shift;  // 7 - m: the shift of store_bytes4_signed_shifted
     typename Ops::F scale;
     int man_bits, sign_shift;
     V key0[10], key1[10];  // Philox key schedule for this seed: (k0 + r W0, k1 + r W1)
@@ -91,7 +91,7 @@ struct NarrowKernel {
           madd_weights(Ops::set1((1 << 16) | (1 << (7 - p.man_bits)))),
           c16(Ops::set1(static_cast<std::int32_t>(0x10001u * static_cast<std::uint32_t>(shifted_bias(p))))),
           nan_shifted(Ops::set1((p.nan_code << (7 - p.man_bits)) + shifted_bias(p))),
-          code_shift(_mm_cvtsi32_si128(7 - p.man_bits)),
+          code_shift(7 - p.man_bits),
           scale(Ops::set1f(p.scale)), man_bits(p.man_bits),
           sign_shift(p.sign_shift) {
       if (!philox) return;
@@ -480,7 +480,7 @@ struct NarrowKernel {
       // the row's end too: rows usually follow one another, and a prefetch never faults),
       // so that its loads overlap this pass's arithmetic instead of stalling pass 1
       for (i = s0; i < s1; i += 32) {
-        _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(src) + 2 * (i + kStretch)), _MM_HINT_T0);
+        Ops16::prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(src) + 2 * (i + kStretch)));
         const unsigned code = scales[i / 32];
         const std::size_t b = (i - s0) / 32;
         if (!odd || code - lo <= 254 - lo) {
