@@ -12,9 +12,7 @@
 #include "fp8q/numerics/convert.hpp"
 #include "samples.hpp"
 
-#if defined(__x86_64__)
-#include <xmmintrin.h>
-#endif
+#include "hostile_fp_env.hpp"
 
 namespace fp8q::calib {
 namespace {
@@ -103,13 +101,12 @@ TEST(Calibrate, ThreadCountAndFpEnvironmentChangeNothing) {
   for (Method m : {Method::kPercentile, Method::kMse, Method::kEntropy}) {
     const auto one = run(x, m);
     expect_same(run(x, m, Granularity::kTensor, {}, 3), one);
-#if defined(__x86_64__)
-    const unsigned saved = _mm_getcsr();
-    _mm_setcsr((saved & ~0x6000u) | 0x4000u | 0x8040u);  // round up, FTZ, DAZ
-    const auto odd = run(x, m);
-    _mm_setcsr(saved);
+    std::vector<ChannelCalibration> odd;
+    {
+      test::ScopedHostileFpEnv env(test::HostileRounding::kUp);  // and flush-to-zero
+      odd = run(x, m);
+    }
     expect_same(odd, one);
-#endif
   }
 }
 
@@ -121,13 +118,12 @@ TEST(Calibrate, SubnormalDataUnderTheCallersDaz) {
   for (Method m : {Method::kMax, Method::kPercentile, Method::kMse, Method::kEntropy}) {
     const auto one = run(x, m);
     EXPECT_GT(one[0].amax, 0.0f) << method_name(m);
-#if defined(__x86_64__)
-    const unsigned saved = _mm_getcsr();
-    _mm_setcsr(saved | 0x8040u);  // FTZ, DAZ
-    const auto odd = run(x, m);
-    _mm_setcsr(saved);
+    std::vector<ChannelCalibration> odd;
+    {
+      test::ScopedHostileFpEnv env(test::HostileRounding::kKeep);  // flush-to-zero
+      odd = run(x, m);
+    }
     expect_same(odd, one);
-#endif
   }
 }
 

@@ -25,9 +25,7 @@
 #include "fp8q/numerics/isa.hpp"
 #include "pipeline/error_kernels.hpp"
 
-#if defined(__x86_64__)
-#include <xmmintrin.h>
-#endif
+#include "hostile_fp_env.hpp"
 
 namespace fp8q::checkpoint {
 namespace {
@@ -282,7 +280,6 @@ TEST(WholeViews, ChunksInAnyOrderGiveTheSameBits) {
   }
 }
 
-#if defined(__x86_64__)
 // A caller with flush-to-zero and denormals-are-zero set gets the IEEE-default figures:
 // tiny multipliers make fp32(decode(q) * s) subnormal, which FTZ / DAZ would change.
 TEST(WholeViews, CallerFlushToZeroChangesNothing) {
@@ -297,17 +294,16 @@ TEST(WholeViews, CallerFlushToZeroChangesNothing) {
   }
   const ErrorStats want = run(c, 2, Isa::kGeneric);
   EXPECT_GT(want.sum_sq_error, 0.0);
-  const unsigned saved = _mm_getcsr();
-  _mm_setcsr(saved | 0x8040);  // FTZ (bit 15) and DAZ (bit 6)
-  const ErrorStats g = run(c, 2, Isa::kGeneric);
-  const ErrorStats a = have_avx2() ? run(c, 2, Isa::kAvx2) : want;
-  const unsigned during = _mm_getcsr();
-  _mm_setcsr(saved);
-  EXPECT_EQ(during, saved | 0x8040);  // the caller's environment is restored
+  ErrorStats g, a;
+  {
+    test::ScopedHostileFpEnv env(test::HostileRounding::kKeep);  // flush-to-zero
+    g = run(c, 2, Isa::kGeneric);
+    a = have_avx2() ? run(c, 2, Isa::kAvx2) : want;
+    EXPECT_EQ(test::fp_control(), env.hostile());  // the caller's environment is restored
+  }
   expect_same(g, want, "generic under FTZ/DAZ");
   expect_same(a, want, "avx2 under FTZ/DAZ");
 }
-#endif
 
 // ---- stretch by stretch -------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@
 // fused tile is 5 x 16 with 1024-column blocks and chunks of whole steps near 256 K). CTest
 // runs this binary twice: with the best ISA and with FP8Q_ISA=generic.
 #include <gtest/gtest.h>
-#include <xmmintrin.h>
 
 #include <cmath>
 #include <cstring>
@@ -16,6 +15,7 @@
 #include "fp8q/kernels/gemm.hpp"
 #include "fp8q/numerics/isa.hpp"
 #include "gemm_fixture.hpp"
+#include "hostile_fp_env.hpp"
 
 namespace fp8q {
 namespace {
@@ -305,10 +305,10 @@ TEST(GemmFastModels, CallerFpEnvironmentDoesNotMatter) {
   for (const auto& [prob, model] : {std::pair<const Problem*, M>{&p, M::exact_block(32)}, std::pair<const Problem*, M>{&q, M::hopper()}}) {
     std::vector<float> want(prob->m * prob->n), got(want.size());
     gemm(prob->args(), {.model = model}, std::span<float>(want));
-    const unsigned saved = _mm_getcsr();
-    _mm_setcsr(0x1F80 | 0x6000 | 0x8040);
-    gemm(prob->args(), {.model = model, .threads = 2}, std::span<float>(got));
-    _mm_setcsr(saved);
+    {
+      test::ScopedHostileFpEnv env;  // toward zero, flush-to-zero
+      gemm(prob->args(), {.model = model, .threads = 2}, std::span<float>(got));
+    }
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << model_name(model);
     expect_same(*prob, model);
   }

@@ -1,6 +1,6 @@
 // numerics/fp_env.hpp: every driver runs its float arithmetic in the IEEE default environment
-// (ScopedDefaultFpEnv), so a caller's MXCSR (round toward zero, flush-to-zero,
-// denormals-are-zero) changes no bit of any output, on every instruction set this CPU runs,
+// (ScopedDefaultFpEnv), so a caller's control register (MXCSR or FPCR: round toward zero,
+// flush-to-zero, denormals-are-zero) changes no bit of any output, on every instruction set this CPU runs,
 // and is itself restored on return. Each case feeds inputs where such a mode would show:
 // fp32 and fp16 subnormals, every bf16 pattern, products that round.
 #include "fp8q/numerics/fp_env.hpp"
@@ -20,10 +20,8 @@
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/cast_transpose.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "hostile_fp_env.hpp"
 #include "on_isa.hpp"
-
-#if defined(__x86_64__)
-#include <xmmintrin.h>
 
 namespace fp8q {
 namespace {
@@ -64,21 +62,21 @@ void append_float(std::vector<std::uint8_t>& v, float f) {
 class FpEnvOnIsa : public test::OnIsa {
  protected:
   // The run on one thread in the default environment equals the run on two threads under a
-  // hostile MXCSR, and that MXCSR is what the caller has afterwards.
+  // hostile environment, and that environment is what the caller has afterwards.
   void expect_unchanged(const std::string& what, const DriverRun& run) {
+    static_assert(test::kHaveHostileFpEnv, "no hostile FP environment for this architecture");
     const std::vector<std::uint8_t> plain = run({1, GetParam()});
-    const unsigned saved = _mm_getcsr();
-    const unsigned hostile = (saved & ~0x6000u) | 0x6000u /* toward zero */ | 0x8000u /* FTZ */ | 0x0040u /* DAZ */;
-    _mm_setcsr(hostile);
-    const std::vector<std::uint8_t> odd = run({2, GetParam()});
-    const unsigned after = _mm_getcsr();
-    _mm_setcsr(saved);
-    EXPECT_EQ(after, hostile) << what << ": the caller's MXCSR must be restored";
+    std::vector<std::uint8_t> odd;
+    {
+      test::ScopedHostileFpEnv env;  // toward zero, flush-to-zero
+      odd = run({2, GetParam()});
+      EXPECT_EQ(test::fp_control(), env.hostile()) << what << ": the caller's FP environment must be restored";
+    }
     ASSERT_EQ(plain.size(), odd.size()) << what;
     std::size_t first = plain.size();
     for (std::size_t i = 0; i < plain.size() && first == plain.size(); ++i)
       if (plain[i] != odd[i]) first = i;
-    EXPECT_EQ(first, plain.size()) << what << ": output byte " << first << " differs under the caller's MXCSR";
+    EXPECT_EQ(first, plain.size()) << what << ": output byte " << first << " differs under the caller's FP environment";
   }
 };
 
@@ -172,4 +170,3 @@ INSTANTIATE_TEST_SUITE_P(EveryIsa, FpEnvOnIsa, test::every_isa(), test::isa_test
 
 }  // namespace
 }  // namespace fp8q
-#endif  // MXCSR

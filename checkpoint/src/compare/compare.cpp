@@ -26,7 +26,7 @@ const TensorInfo& find_in(const Reader& r, const std::string& name, const Reader
 
 TensorComparison compare_pair(const Reader& actual, const TensorInfo& a, const Reader& expected,
                               const TensorInfo& e, const CompareOptions& options) {
-  TensorComparison r{.name = a.name, .dtype = a.dtype, .shape = a.shape};
+  TensorComparison r{.name = a.name, .dtype = a.dtype, .shape = a.shape, .mismatch = {}, .codes = {}};
   if (a.dtype != e.dtype) {
     r.mismatch = "dtype " + std::string(dtype_name(a.dtype)) + " against " + std::string(dtype_name(e.dtype));
   } else if (a.shape != e.shape) {

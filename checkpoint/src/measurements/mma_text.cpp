@@ -92,7 +92,8 @@ MmaText parse_mma_text(std::string_view a, std::string_view b, std::string_view 
     bool ok = line.size() == 32;
     for (char c : line) ok = ok && (c == '0' || c == '1'), v = (v << 1) | (c == '1' ? 1u : 0u);
     if (!ok)
-      fail(d_name, number, "'" + std::string(line.substr(0, 40)) + "' is not an fp32 bit pattern (32 binary digits)");
+      fail(d_name, number,  // append, not operator+: GCC 12's -Wrestrict misfires on the latter on aarch64
+           std::string(1, '\'').append(line.substr(0, 40)).append("' is not an fp32 bit pattern (32 binary digits)"));
     t.d.push_back(v);
   });
   if (t.d.size() != na)
