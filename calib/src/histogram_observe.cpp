@@ -48,7 +48,7 @@ const HistKernels& hist_kernels_for(const std::optional<Isa>& forced) {
 namespace {
 
 constexpr std::uint32_t kInfBits = 0x7F800000u;
-// Path 2 pays a 2^15-slot table (clear and fold, about 20 us); below this many elements the
+// Path 2 pays a 2^15-slot table (clear and fold); below this many elements the
 // element-by-element path is cheaper.
 constexpr std::size_t kTallyMin = 8192;
 // Elements per block: statistics and the choice of kernel per block; 16 KiB of fp32, so the
@@ -56,9 +56,8 @@ constexpr std::size_t kTallyMin = 8192;
 constexpr std::size_t kTallyBlock = 4096;
 constexpr std::size_t kBinnedBlock = 2048;
 // A block whose zeros are at least 1/5 of it makes the next block use the `_zeros` kernel,
-// which skips the zeros' increments but pays for packing the others. Measured (AVX2, Zen 3,
-// Student-t data with random zeros, GB/s plain vs `_zeros`): 18% zeros bf16 4.8 vs 4.6, fp32
-// 8.5 vs 7.3; 25% zeros bf16 3.9 vs 4.8, fp32 7.4 vs 7.6; half zeros (ReLU) bf16 2.8 vs 6.3.
+// which skips the zeros' increments but pays for packing the others: the break-even share
+// measured (docs/performance.md, "Histograms").
 constexpr std::size_t kZeroHeavy = 5;
 // No slot can pass 2^32 - 1 before a fold.
 constexpr std::size_t kFoldEvery = std::size_t{1} << 31;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fp8q/kernels/gemm.hpp"
+#include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/parallel.hpp"
 #include "operands.hpp"

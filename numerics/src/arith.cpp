@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "exact_sum.hpp"
 #include "fp8q/numerics/convert.hpp"
 
 namespace fp8q {
@@ -53,6 +54,15 @@ float ldexp_rne(float x, int e) {
   const int clamped = e < -400 ? -400 : e > 400 ? 400 : e;  // beyond that: 0 or Inf either way
   const float r = to_f32(sig, exp + clamped);
   return (bits_of(x) >> 31) != 0 ? -r : r;
+}
+
+// Any operands: the exact sum or product (exact_sum.hpp), rounded once.
+float add_f32_rne(float x, float y) { return detail::add_rne(x, detail::term_of(y)); }
+
+float mul_f32_rne(float x, float y) {
+  detail::ExactSum s;
+  s.add(detail::product(x, y, -126, -126, 0, false));
+  return s.round(kF32, Rounding::kNearestEven);
 }
 
 int floor_log2(float x) { return normalised(x).second + 23; }

@@ -13,16 +13,9 @@
 // Codes are computed once, by the same kernels as convert(), keyed by the element's index in
 // the input, so q and qt agree with convert() for any band, chunk, piece or thread split.
 //
-// Where the time goes (docs/numerics.md section 5 has the figures and every layout measured
-// and not kept): the single scaled cast is bound by its arithmetic, and so is this pass; it
-// runs at the same ratio to the cast on an L2-resident matrix as from DRAM, and its kernels
-// alone (conversion in pieces, tile-column transposes, piece amaxes; fp8q bench's floor/
-// cases, on L1 data) already take 1.3-1.5x the cast before q and qt are written. The layout is
-// chosen for memory: the input is read in whole rows (reading each row in runs of 512 B to
-// 4 KiB slowed the conversion alone by 15-80%), and each row of qt receives 256 bytes per
-// visit (with 64-byte runs the qt stores alone took 6 ms). Transposing 8 x 32 codes straight
-// from the conversion's registers measured no cheaper: the transposes alone add ~0.3x of the
-// cast, and reading 8 rows side by side slows the conversion further (docs/numerics.md).
+// The pass is bound by its arithmetic, like the single scaled cast; the layout is chosen for
+// memory: the input is read in whole rows and each row of qt receives 256 bytes per visit
+// (where the time goes, and the layouts measured and not kept: docs/performance.md).
 //
 // Large outputs are written with non-temporal stores (whole 64-byte lines, no read for
 // ownership): the fused pass then moves the same bytes to and from memory as a single
@@ -68,7 +61,7 @@ constexpr std::size_t kChunkCols = 4096;
 // Columns per kernel call: the piece's input (1 KiB of bf16 or fp16, 2 KiB of fp32) is still in
 // L1 for the amax, and the copy of its codes to q is a short burst of streaming stores between
 // conversions rather than a whole row's; 512 keeps the kernel's per-call setup small against
-// its work (measured as fast as whole rows, within the noise of a shared machine).
+// its work.
 constexpr std::size_t kPieceCols = 512;
 // Outputs of at least this many codes (8 MiB for q and qt together, more than this machine's
 // L2 per core and a good part of an L3) are written non-temporally: the caller cannot find
@@ -240,12 +233,11 @@ void throw_first_nan(const Job& job, std::size_t r0, std::size_t r1) {
 }
 
 // The chunk buffer and the tile buffer of the calling thread, kept from call to call: a fresh
-// megabyte costs a page fault per 4 KiB on first touch, about 1 ms per call on the VM above.
-// It is allocated in whole 2 MiB units, 2 MiB aligned, and (Linux) advised into transparent
-// huge pages: a tile column reads one line from each of 256 buffer rows 4160 bytes apart, 256
-// different 4 KiB pages, and with one 2 MiB page instead the fused pass measured 13-15% faster
-// ([8192, 4096] bf16, 1 thread: 6.2-6.3 -> 7.1-7.2 GB/s in the bench's units). Where the system
-// gives no huge page the advice changes nothing. Freed when the thread exits
+// megabyte costs a page fault per 4 KiB on first touch. It is allocated in whole 2 MiB units,
+// 2 MiB aligned, and (Linux) advised into transparent huge pages: a tile column reads one line
+// from each of 256 buffer rows 4160 bytes apart, 256 different 4 KiB pages but one 2 MiB page
+// (docs/performance.md has the gain). Where the system gives no huge page the advice changes
+// nothing. Freed when the thread exits
 // (parallel_chunks' worker threads exit at the end of the call).
 struct FreeWorkspace {
   void operator()(std::uint8_t* p) const { std::free(p); }

@@ -155,7 +155,7 @@ Converted round_into(const Exact& x, const Format& f, const ConvertOptions& o, s
   const int s = q - x.exp;  // bits of sig below the quantum
 
   // (c) n = sig * 2^-s, rounded. Significands that fit 64 bits (all but scaled fp64) take
-  // 64-bit arithmetic: the same formula, three times faster.
+  // 64-bit arithmetic: the same formula, cheaper than 128-bit.
   const u128 n = (x.sig >> 64) == 0
                      ? u128{round_to_integer(static_cast<std::uint64_t>(x.sig), s, x.negative, o, index)}
                      : round_to_integer(x.sig, s, x.negative, o, index);

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/format.hpp"
 #include "model_oracle.hpp"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fp8q/numerics/accumulation.hpp"
+#include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/format.hpp"
 #include "model_oracle.hpp"

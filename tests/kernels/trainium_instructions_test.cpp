@@ -11,6 +11,7 @@
 #include "../../kernels/src/trainium/pe_arith.hpp"
 #include "fp8q/kernels/trainium.hpp"
 #include "fp8q/numerics/accumulation.hpp"
+#include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/fp_env.hpp"
 #include "gemm_fixture.hpp"

@@ -24,6 +24,8 @@ struct OpsLanes16 {
   };
   static constexpr bool kInterleavedBf16 = false;
   static constexpr bool kShiftedCodes = false;
+  using Count = int;  // a shift count
+  static Count count(int n) { return n; }
 
   template <class Fn>
   static V map(Fn f) {

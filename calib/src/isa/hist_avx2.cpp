@@ -112,10 +112,7 @@ inline void bump4(std::uint64_t w, std::uint32_t* table) {
 // packed to 16-bit lanes in a buffer (in the pack's own lane order, which a tally does not care
 // about); then the run's slots tallied, four per 64-bit load, with one prefetch of the input
 // kPlainPrefetch bytes ahead per 16 slots. The tally phase issues few loads of its own, which
-// is where the prefetches go. Measured on Student-t data from memory against the earlier form
-// (two slots per 64-bit load of the input, in the same loop as the statistics): 8.4 against 7.8
-// GB/s in `fp8q bench` (medians of 11 runs taken in turn); runs of 128-512 and distances of 2-8
-// KiB measured within the noise of this choice.
+// is where the prefetches go (against the earlier form: docs/performance.md).
 constexpr std::size_t kPlainRun = 256;
 constexpr std::size_t kPlainPrefetch = 4096;
 ScanResult tally_f32(const float* in, std::size_t n, std::uint32_t* table) {
@@ -171,11 +168,8 @@ void tally_bf16(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
 // buffer (a pshufb per 8 lanes, its control from a table indexed by the 8-bit mask of kept
 // lanes) and tallied from there: a zero costs no store, and half zeros (ReLU) halve the stores.
 //
-// The buffer holds one run of kPackRun elements: pack the run, then tally it (4 slots per 64-bit
-// load, measured 15% faster than one 16-bit load per slot). Measured on ReLU data, fp32 and bf16:
-// runs of 512 were as fast as or faster than runs of 1024 or 4096, and as fast as tallying each
-// run one sub-block behind its packing in the same loop (within the noise), so the simple form
-// is kept.
+// The buffer holds one run of kPackRun elements: pack the run, then tally it, 4 slots per 64-bit
+// load (the run length and the forms measured: docs/performance.md).
 
 // For an 8-bit mask of the 16-bit lanes to keep, the pshufb control that moves them, in order,
 // to the front (the other bytes zero).

@@ -27,10 +27,8 @@ constexpr std::size_t kBufferBytes = std::size_t{1} << 20;  // small writes are 
 }
 
 // write(2) until everything is written (it may write less than asked, or be interrupted),
-// at most kBufferBytes a call: on the Linux 6.18 VM this was measured on, writing 512 MiB
-// into the page cache in 16 MiB calls took 0.67-1.48 s of kernel time in 4 of 6 runs, in
-// 1 MiB calls 0.10-0.26 s in 8 of 9 (cause not pinned down; the extra calls cost nothing
-// measurable). Returns 0 or the errno of the failure.
+// at most kBufferBytes a call: larger calls cost much more kernel time into the page cache
+// (docs/performance.md). Returns 0 or the errno of the failure.
 // Between calls it honours a stop request (stop.hpp): Stopped unwinds the writer, which removes
 // its temporary file.
 int write_fully(int fd, const std::byte* p, std::size_t n) {

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "fp8q/kernels/fit.hpp"
+#include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
 
 namespace fp8q {

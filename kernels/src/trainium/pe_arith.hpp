@@ -1,5 +1,5 @@
-// Internal: the arithmetic of the emulated Trainium PE array, written independently of
-// numerics/accumulation.cpp (whose models the instructions are tested against).
+// Internal: the arithmetic of the emulated Trainium PE array, written independently of the
+// models of numerics/src/accumulation_models.cpp and exact_sum.cpp (tested against them).
 //
 // A value the array handles is exact: (-1)^negative * sig * 2^exp with a 128-bit integer
 // significand, or +/-Inf, or NaN. The only rounding is add_round(): the exact sum of two such

@@ -13,6 +13,7 @@
 #include "../operands.hpp"
 #include "fp8q/kernels/trainium.hpp"
 #include "fp8q/numerics/accumulation.hpp"
+#include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "fp8q/numerics/parallel.hpp"
 

@@ -35,15 +35,10 @@ struct NarrowParams {
 };
 
 // The narrowing kernels prefetch their input this many bytes ahead of the element they
-// convert: one line per 64 bytes read. The hardware prefetcher alone keeps too few lines in
-// flight for a loop this dense (~20 vector operations per 64 bytes of fp32), and a single
-// thread then reads at ~2/3 of the bandwidth a plain copy reaches; 4 KiB ahead closes the gap
-// (measured 2.7 -> 3.4 G elements/s for fp32 -> e4m3fn from DRAM). A prefetch never faults,
-// so running past the end of the input is harmless.
-// Outputs are written with ordinary stores at every size: with this prefetch, non-temporal
-// stores of large outputs measured slower on Zen 3 (bf16 -> e4m3fn, 1 thread, 64 MiB input:
-// 17.6-18.8 GB/s ordinary vs 14.5-16.8 GB/s non-temporal; 256 MiB: 6.4-6.8 vs 5.7-5.9 G
-// elements/s; fp32 -> e4m3fn and MX from bf16 equal or slightly better with ordinary stores).
+// convert, one line per 64 bytes read: the hardware prefetcher alone keeps too few lines in
+// flight for a loop this dense (~20 vector operations per 64 bytes of fp32). A prefetch never
+// faults, so running past the end of the input is harmless. Outputs are written with ordinary
+// stores at every size: with this prefetch they beat non-temporal ones (docs/performance.md).
 inline constexpr std::size_t kPrefetchBytes = 4096;
 
 // Whether the SIMD narrowing kernels handle this pair (the dispatcher asks first).

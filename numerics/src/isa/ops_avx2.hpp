@@ -16,6 +16,8 @@ struct OpsAvx2 {
   using F = __m256;
   static constexpr std::size_t kLanes = 8;
   static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+  using Count = __m128i;  // a shift count held in a register (store_bytes4_signed_shifted)
+  static Count count(int n) { return _mm_cvtsi32_si128(n); }
 
   static V set1(std::int32_t x) { return _mm256_set1_epi32(x); }
   static F set1f(float x) { return _mm256_set1_ps(x); }
@@ -95,8 +97,7 @@ struct OpsAvx2 {
   static constexpr bool kShiftedCodes = true;
   static V madd16(V a, V b) { return _mm256_madd_epi16(a, b); }  // per 32-bit lane: lo*lo + hi*hi
   template <bool kNegativeZero, bool kInterleaved = false>
-  static void store_bytes4_signed_shifted(std::uint8_t* out, const V t[4], const V u[4], V c16, int shift) {
-    const __m128i s = _mm_cvtsi32_si128(shift);
+  static void store_bytes4_signed_shifted(std::uint8_t* out, const V t[4], const V u[4], V c16, Count s) {
     const V lo = _mm256_srl_epi16(_mm256_sub_epi16(_mm256_packus_epi32(t[0], t[1]), c16), s);
     const V hi = _mm256_srl_epi16(_mm256_sub_epi16(_mm256_packus_epi32(t[2], t[3]), c16), s);
     store_codes_signed<kNegativeZero, kInterleaved>(out, _mm256_packus_epi16(lo, hi), u);

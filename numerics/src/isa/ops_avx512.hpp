@@ -13,6 +13,8 @@ struct OpsAvx512 {
   using V = __m512i;
   using F = __m512;
   static constexpr std::size_t kLanes = 16;
+  using Count = __m128i;  // a shift count held in a register
+  static Count count(int n) { return _mm_cvtsi32_si128(n); }
 
   static V from_mask(__mmask16 m) { return _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(-1)); }
   static __mmask16 to_mask(V m) { return _mm512_test_epi32_mask(m, m); }
@@ -63,7 +65,7 @@ struct OpsAvx512 {
 
   // bf16 keeps the natural-order widening here (no interleaved variant).
   static constexpr bool kInterleavedBf16 = false;
-  // No vpmaddwd form of the codes here (NarrowKernel::rne_shifted): the plain form.
+  // No vpmaddwd form of the codes here (rne_shifted, narrow_nearest.hpp): the plain form.
   static constexpr bool kShiftedCodes = false;
 
   template <fp8q::detail::Source S>

@@ -24,6 +24,8 @@ struct OpsXsimd {
   using Fb = xsimd::batch<float, A>;
   using X = SimdExtras<A>;
   static constexpr std::size_t kLanes = 8;
+  using Count = int;  // a shift count
+  static Count count(int n) { return n; }
   static constexpr std::size_t kParts = kLanes / I::size;
   static_assert(kParts * I::size == kLanes, "a batch holds 4 or 8 32-bit lanes");
 

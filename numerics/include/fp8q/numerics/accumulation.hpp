@@ -182,10 +182,4 @@ struct DotInput {
 // in length or a scale span has the wrong length.
 float reference_dot(const AccumulationModel& m, const DotInput& in);
 
-// ---- exact fp32 arithmetic the GEMM epilogue uses -----------------------------------------------
-// Correctly rounded (nearest-even) IEEE fp32 operations computed in integers, subnormals kept,
-// NaN results canonical (0x7FC00000): equal to the hardware's with MXCSR 0x1F80.
-float add_f32_rne(float x, float y);
-float mul_f32_rne(float x, float y);
-
 }  // namespace fp8q

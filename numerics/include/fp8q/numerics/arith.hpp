@@ -16,6 +16,12 @@ float multiply_rne(float a, float b);
 // fp32's normal range).
 float ldexp_rne(float x, int e);
 
+// fp32(x + y) and fp32(x * y) for any operands: IEEE nearest-even, subnormals kept, NaN
+// results canonical (0x7FC00000), equal to the hardware's with MXCSR 0x1F80 (the GEMM
+// epilogues and the accumulation models use them).
+float add_f32_rne(float x, float y);
+float mul_f32_rne(float x, float y);
+
 // floor(log2(|x|)) of a finite nonzero fp32, from its bits (subnormals by their leading bit).
 int floor_log2(float x);
 // Whether |x| (finite, nonzero) is a power of two.

@@ -1,0 +1,48 @@
+// Internal: Philox4x32-10 (numerics/philox.hpp) in the lanes of an ISA's Ops, for the
+// stochastic rounding of the narrowing kernels: one counter per lane. Included only by the
+// ISA translation units, inside an anonymous namespace (see narrow_kernel.hpp).
+#pragma once
+
+#include <cstdint>
+
+#include "fp8q/numerics/philox.hpp"
+
+template <class Ops>
+struct PhiloxLanes {
+  using V = typename Ops::V;
+
+  // The key schedule of one seed, broadcast: (k0 + r W0, k1 + r W1) for rounds r = 0 .. 9.
+  struct Keys {
+    V key0[10], key1[10];
+    void set(std::uint64_t seed) {
+      auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+      for (int r = 0; r < 10; ++r, k0 += fp8q::kPhiloxW0, k1 += fp8q::kPhiloxW1) {
+        key0[r] = Ops::set1(static_cast<std::int32_t>(k0));
+        key1[r] = Ops::set1(static_cast<std::int32_t>(k1));
+      }
+    }
+  };
+
+  // First word of Philox4x32-10 for counters n .. n + kLanes - 1.
+  static V word0(std::uint64_t n, const Keys& k) {
+    const V sign = Ops::set1(static_cast<std::int32_t>(0x80000000u)), zero = Ops::set1(0);
+    const V lo_base = Ops::set1(static_cast<std::int32_t>(static_cast<std::uint32_t>(n)));
+    V c0 = Ops::add(lo_base, Ops::iota());
+    // carry into the high word where the low word wrapped: c0 <u lo_base
+    const V wrapped = Ops::gt(Ops::bxor(lo_base, sign), Ops::bxor(c0, sign));
+    V c1 = Ops::sub(Ops::set1(static_cast<std::int32_t>(n >> 32)), wrapped);  // mask is -1
+    V c2 = zero, c3 = zero;
+    const V m0 = Ops::set1(static_cast<std::int32_t>(fp8q::kPhiloxM0));
+    const V m1 = Ops::set1(static_cast<std::int32_t>(fp8q::kPhiloxM1));
+    for (int round = 0; round < 10; ++round) {
+      V hi0, lo0, hi1, lo1;
+      Ops::mulhilo(m0, c0, hi0, lo0);
+      Ops::mulhilo(m1, c2, hi1, lo1);
+      c0 = Ops::bxor(Ops::bxor(hi1, c1), k.key0[round]);
+      c1 = lo1;
+      c2 = Ops::bxor(Ops::bxor(hi0, c3), k.key1[round]);
+      c3 = lo0;
+    }
+    return c0;
+  }
+};
