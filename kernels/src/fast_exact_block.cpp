@@ -77,15 +77,30 @@ bool split_is_exact(FormatId fa, FormatId fb, std::size_t block) {
 // of K (blocks restart at each segment).
 std::size_t segment_length(const GemmArgs& g) { return block_scaled(g) ? kScaleBlock : std::max<std::size_t>(g.k, 1); }
 
-XbKernel pick_kernel() {
-  if (active_isa() != Isa::kGeneric)
-    if (XbKernel k = exact_block_kernel_avx2()) return k;
-  return exact_block_kernel_generic();
+struct Picked {
+  XbKernel kernel;
+  std::string_view name;
+};
+
+// AVX-512 under FP8Q_ISA=avx512 (or unset) where the CPU has it, else AVX2, else the portable one.
+Picked pick_kernel() {
+  const Isa isa = active_isa();
+  if (isa == Isa::kAvx512)
+    if (XbKernel k = exact_block_kernel_avx512()) return {k, "avx512"};
+  if (isa != Isa::kGeneric)
+    if (XbKernel k = exact_block_kernel_avx2()) return {k, "avx2"};
+  return {exact_block_kernel_generic(), "generic"};
 }
 
 void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {
+  exact_block_rows_with(pick_kernel().kernel, g, o, m0, m1, out);
+}
+
+}  // namespace
+
+void exact_block_rows_with(XbKernel kernel, const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1,
+                           float* out) {
   ScopedDefaultFpEnv env;
-  const XbKernel kernel = pick_kernel();
   const Codes ca(g.a.format), cb(g.b.format);
   std::array<double, 256> e8m0{};  // MX scale factors
   for (std::size_t c = 0; c < 256; ++c) e8m0[c] = e8m0_value(static_cast<std::uint8_t>(c));
@@ -214,8 +229,6 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
   epilogue_rows(g, m0, rows, out);
 }
 
-}  // namespace
-
 ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o) {
   if (o.model.kind != AccumKind::kExactBlock) return {};
   const auto block = static_cast<std::size_t>(o.model.block);
@@ -223,8 +236,7 @@ ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o) {
   if (!split_is_exact(g.a.format, g.b.format, block)) return {};
   // a chunk holds whole blocks: past kMaxFastBlock products its buffers would grow with B
   if (std::min(block, segment_length(g)) > kMaxFastBlock) return {};
-  const bool avx2 = pick_kernel() != exact_block_kernel_generic();
-  return {.rows = &rows_impl, .isa = avx2 ? "avx2" : "generic"};
+  return {.rows = &rows_impl, .isa = pick_kernel().name};
 }
 
 }  // namespace fp8q::detail

@@ -50,10 +50,19 @@ constexpr std::size_t kMr = kFuMr, kNr = kFuNr;
 // (1.25 MiB) in L2/L3.
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kNc = 64 * kNr;
 
-FuKernel pick_kernel() {
-  if (active_isa() != Isa::kGeneric)
-    if (FuKernel k = fused_kernel_avx2()) return k;
-  return fused_kernel_generic();
+struct Picked {
+  FuKernel kernel;
+  std::string_view name;
+};
+
+// AVX-512 under FP8Q_ISA=avx512 (or unset) where the CPU has it, else AVX2, else the portable one.
+Picked pick_kernel() {
+  const Isa isa = active_isa();
+  if (isa == Isa::kAvx512)
+    if (FuKernel k = fused_kernel_avx512()) return {k, "avx512"};
+  if (isa != Isa::kGeneric)
+    if (FuKernel k = fused_kernel_avx2()) return {k, "avx2"};
+  return {fused_kernel_generic(), "generic"};
 }
 
 // K indices of special (NaN, Inf) codes, per row of A and per column of B, in increasing order.
@@ -103,9 +112,11 @@ void restore_negative_zero(const GemmArgs& g, std::size_t m0, std::size_t rows, 
     }
 }
 
-void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {
+}  // namespace
+
+void fused_rows_with(FuKernel kernel, const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1,
+                     float* out) {
   ScopedDefaultFpEnv env;
-  const FuKernel kernel = pick_kernel();
   const auto ia = code_info(g.a.format), ib = code_info(g.b.format);
   std::array<std::int8_t, 256> ea{}, eb{};
   for (std::size_t c = 0; c < 256; ++c) {
@@ -239,6 +250,10 @@ void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::siz
   epilogue_rows(g, m0, rows, out);
 }
 
+namespace {
+void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {
+  fused_rows_with(pick_kernel().kernel, g, o, m0, m1, out);
+}
 }  // namespace
 
 // An accumulator input the kernel takes as the first step's C (see the top of this file).
@@ -256,8 +271,7 @@ ModelPath fused_path(const GemmArgs& g, const GemmOptions& o) {
   // a step's integer sum: (n + 1) terms below 2^(A + 2) each must fit an int32
   const auto n = static_cast<std::uint64_t>(o.model.block);
   if ((n + 1) << (o.model.align_bits + 2) > (std::uint64_t{1} << 31)) return {};
-  const bool avx2 = pick_kernel() != fused_kernel_generic();
-  return {.rows = &rows_impl, .isa = avx2 ? "avx2" : "generic"};
+  return {.rows = &rows_impl, .isa = pick_kernel().name};
 }
 
 }  // namespace fp8q::detail

@@ -6,6 +6,8 @@
 #include <string_view>
 
 #include "fp8q/kernels/gemm.hpp"
+#include "isa/exact_block.hpp"
+#include "isa/fused.hpp"
 
 namespace fp8q::detail {
 
@@ -15,7 +17,7 @@ using RowsFn = void (*)(const GemmArgs& g, const GemmOptions& o, std::size_t m0,
 
 struct ModelPath {
   RowsFn rows = nullptr;   // nullptr: no fast path for these arguments
-  std::string_view isa{};  // "avx2" or "generic"
+  std::string_view isa{};  // "avx512", "avx2" or "generic"
 };
 
 // exact_block:B on plain, block-128 or MX scaling (MX: B divides 32, not dequantized to bf16).
@@ -23,6 +25,12 @@ ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o);
 // fused:n:f:rtz|rne[:promoteP] on plain or block-128 scaling (not MX), when a step's integer
 // sum fits 31 bits: (n + 1) * 2^(f + 2) <= 2^31.
 ModelPath fused_path(const GemmArgs& g, const GemmOptions& o);
+// The rows of those two paths with a given micro-kernel (the paths pass the active ISA's; a
+// test passes an emulated one). Only for arguments the path takes.
+void exact_block_rows_with(XbKernel kernel, const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1,
+                           float* out);
+void fused_rows_with(FuKernel kernel, const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1,
+                     float* out);
 // trainium3_mx:1x32 (A1 and A2) on MX or plain operands whose 4-product sums are exact in fp64
 // (e4m3fn x e4m3fn, e5m2 x e4m3fn, fp6 and fp4; not e5m2 x e5m2).
 ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o);

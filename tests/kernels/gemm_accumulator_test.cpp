@@ -57,7 +57,9 @@ std::string describe(const Problem& p, const M& model) {
          " scalings " + std::to_string(int(p.sa)) + "/" + std::to_string(int(p.sb));
 }
 
-std::string_view best_isa() { return isa_name(active_isa()) == "generic" ? "generic" : "avx2"; }
+std::string_view best_isa() { return active_isa() == Isa::kAvx2 || active_isa() == Isa::kAvx512 ? "avx2" : "generic"; }
+// exact_block and fused: their AVX-512 kernels under FP8Q_ISA=avx512 (or unset) where the CPU has it.
+std::string_view model_isa() { return active_isa() == Isa::kAvx512 ? "avx512" : best_isa(); }
 
 // fp32_sequential and systolic: the bf16 pair kernel where the ISA is AVX-512 and the CPU has BF16.
 std::string_view seq_isa() {
@@ -170,15 +172,15 @@ TEST(GemmAccumulator, FusedPathNamesTheFallback) {
   const std::vector<std::uint8_t> a = {0x38}, b = {0x38};
   for (float c : {0.0f, -0.0f, 0x1p-100f, -0x1.fffffep125f, 1.0f}) {
     const std::vector<float> cv = {c};
-    EXPECT_EQ(gemm_path(one_by_one(a, b, cv, CRole::kAccumulator), {.model = M::hopper()}), best_isa()) << c;
+    EXPECT_EQ(gemm_path(one_by_one(a, b, cv, CRole::kAccumulator), {.model = M::hopper()}), model_isa()) << c;
   }
   for (float c : {std::nanf(""), std::numeric_limits<float>::infinity(), 0x1p-101f, 0x1p-140f, 0x1p126f}) {
     const std::vector<float> cv = {c};
     EXPECT_EQ(gemm_path(one_by_one(a, b, cv, CRole::kAccumulator), {.model = M::hopper()}), "reference") << c;
-    EXPECT_EQ(gemm_path(one_by_one(a, b, cv, CRole::kEpilogue), {.model = M::hopper()}), best_isa()) << c;
+    EXPECT_EQ(gemm_path(one_by_one(a, b, cv, CRole::kEpilogue), {.model = M::hopper()}), model_isa()) << c;
     // with promotion C starts a plain fp32 sum: the kernel is not involved
     EXPECT_EQ(gemm_path(one_by_one(a, b, cv, CRole::kAccumulator), {.model = M::fused(32, 13, Rounding::kTowardZero, 128)}),
-              best_isa())
+              model_isa())
         << c;
   }
 }
@@ -212,10 +214,10 @@ TEST(GemmAccumulatorFast, ExactBlock) {
   std::mt19937_64 rng(42);
   for (const Shape& s : kShapes)
     for (CValues cv : {CValues::kKernelRange, CValues::kAnything}) {
-      expect_same(problem(rng, s, F::kE4M3FN, F::kE4M3FN, S::kNone, S::kNone, cv), M::exact_block(32), best_isa());
-      expect_same(problem(rng, s, F::kE5M2, F::kE5M2, S::kMx32, S::kMx32, cv), M::exact_block(32), best_isa());  // split sums
-      expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, S::kMx32, S::kNone, cv), M::exact_block(16), best_isa());
-      expect_same(problem(rng, s, F::kE4M3FN, F::kE4M3FN, S::kBlock128, S::kBlock128, cv), M::exact_block(32), best_isa());
+      expect_same(problem(rng, s, F::kE4M3FN, F::kE4M3FN, S::kNone, S::kNone, cv), M::exact_block(32), model_isa());
+      expect_same(problem(rng, s, F::kE5M2, F::kE5M2, S::kMx32, S::kMx32, cv), M::exact_block(32), model_isa());  // split sums
+      expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, S::kMx32, S::kNone, cv), M::exact_block(16), model_isa());
+      expect_same(problem(rng, s, F::kE4M3FN, F::kE4M3FN, S::kBlock128, S::kBlock128, cv), M::exact_block(32), model_isa());
     }
 }
 
@@ -226,7 +228,7 @@ TEST(GemmAccumulatorFast, Fused) {
     for (S sc : {S::kNone, S::kTensor, S::kPerRow})
       for (const M& m : {rtz, rne, M::fused(16, 10, Rounding::kTowardZero), M::fused_widths(16, 20, 13, Rounding::kNearestEven),
                          M::fused_widths(8, 12, 23, Rounding::kTowardZero)})
-        expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, sc, sc, CValues::kKernelRange), m, best_isa());
+        expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, sc, sc, CValues::kKernelRange), m, model_isa());
     // product groups run the reference, C included
     expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, S::kNone, S::kNone, CValues::kAnything),
                 M::fused_widths(32, 24, 23, Rounding::kNearestEven, 4), "reference");
@@ -235,8 +237,8 @@ TEST(GemmAccumulatorFast, Fused) {
     outside.c[0] = std::nanf("");
     expect_same(outside, rtz, "reference");
     for (CValues cv : {CValues::kKernelRange, CValues::kAnything}) {
-      expect_same(problem(rng, s, F::kE5M2, F::kE4M3FN, S::kTensor, S::kTensor, cv), promoted, best_isa());
-      expect_same(problem(rng, s, F::kE4M3FN, F::kE4M3FN, S::kBlock128, S::kBlock128, cv), rtz, best_isa());
+      expect_same(problem(rng, s, F::kE5M2, F::kE4M3FN, S::kTensor, S::kTensor, cv), promoted, model_isa());
+      expect_same(problem(rng, s, F::kE4M3FN, F::kE4M3FN, S::kBlock128, S::kBlock128, cv), rtz, model_isa());
     }
   }
 }

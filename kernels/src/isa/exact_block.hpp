@@ -39,7 +39,7 @@
 
 namespace fp8q::detail {
 
-// Register tile: 6 rows x 8 columns (12 AVX2 accumulators of 4 doubles).
+// Register tile: 6 rows x 8 columns (12 AVX2 accumulators of 4 doubles, or 6 AVX-512 ones of 8).
 inline constexpr std::size_t kXbMr = 6, kXbNr = 8;
 
 enum XbMode : std::uint8_t { kXbDirect = 0, kXbSplit = 1 };
@@ -63,6 +63,11 @@ XbKernel exact_block_kernel_generic();
 XbKernel exact_block_kernel_avx2();  // nullptr where the CPU lacks AVX2 + FMA
 #else
 inline XbKernel exact_block_kernel_avx2() { return nullptr; }  // not compiled for this target
+#endif
+#if defined(FP8Q_HAVE_AVX512)
+XbKernel exact_block_kernel_avx512();  // nullptr where the CPU lacks AVX-512
+#else
+inline XbKernel exact_block_kernel_avx512() { return nullptr; }  // not compiled for this target
 #endif
 
 }  // namespace fp8q::detail

@@ -65,5 +65,10 @@ FuKernel fused_kernel_avx2();  // nullptr where the CPU lacks AVX2
 #else
 inline FuKernel fused_kernel_avx2() { return nullptr; }  // not compiled for this target
 #endif
+#if defined(FP8Q_HAVE_AVX512)
+FuKernel fused_kernel_avx512();  // nullptr where the CPU lacks AVX-512
+#else
+inline FuKernel fused_kernel_avx512() { return nullptr; }  // not compiled for this target
+#endif
 
 }  // namespace fp8q::detail

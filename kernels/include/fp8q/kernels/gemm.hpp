@@ -98,7 +98,8 @@ void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<float> out);
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
 
-// Which path gemm() takes for these arguments: "avx512bf16", "avx2", "generic" or "reference".
+// Which path gemm() takes for these arguments: "avx512bf16", "avx512", "avx2", "generic" or
+// "reference".
 std::string_view gemm_path(const GemmArgs& args, const GemmOptions& options);
 
 }  // namespace fp8q
