@@ -68,11 +68,16 @@ struct HistKernels {
 };
 
 const HistKernels& hist_kernels_generic();
-// nullptr where this binary has no AVX2 path.
+// nullptr where this binary has no such path. The AVX-512 kernels are hist_kernel16.hpp.
 #if defined(FP8Q_HAVE_AVX2)
 const HistKernels* hist_kernels_avx2();  // call only where Isa::kAvx2 is supported
 #else
 inline const HistKernels* hist_kernels_avx2() { return nullptr; }  // not compiled for this target
+#endif
+#if defined(FP8Q_HAVE_AVX512)
+const HistKernels* hist_kernels_avx512();  // call only where Isa::kAvx512 is supported
+#else
+inline const HistKernels* hist_kernels_avx512() { return nullptr; }  // not compiled for this target
 #endif
 // The kernels for a forced ISA (std::invalid_argument if this machine lacks it), or for
 // fp8q::active_isa().
