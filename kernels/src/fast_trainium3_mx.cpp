@@ -10,8 +10,8 @@
 // power of two (within fp64's range); PSUM starts at C0 and adds each t in fp32; t + s_p is formed exactly as a two-sum (r, e) and rounded
 // to odd at 53 bits (r moved one ulp toward e when e != 0 and r's last bit is even), which
 // rounds to fp32 as the exact sum does (53 >= 24 + 2); every operation runs under the IEEE
-// default environment. Threads split the rows. Where the CPU has AVX-512, each 32 columns run in
-// the column kernel of isa/trn3mx_avx512.cpp: the same operations per lane.
+// default environment. Threads split the rows. With AVX2 or AVX-512, each 32 columns run in the
+// column kernel of isa/trn3mx_kernel.hpp: the same operations per lane.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -69,13 +69,13 @@ inline float add_once(float t, double s) {
 // 2^(code - 127) as fp64 (exact: E8M0's range is inside fp64's), NaN for 0xFF.
 double pow2_of(std::uint8_t code) { return code == 0xFF ? std::nan("") : std::ldexp(1.0, static_cast<int>(code) - 127); }
 
-// Columns: the getter of an ISA's column kernel (isa/trn3mx.hpp), which takes the kNb columns
-// in one call with the same operations per lane as the scalar loop; nullptr: the scalar loop.
-template <Trn3MxColumns (*Columns)()>
-void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1, float* out) {
+}  // namespace
+
+// columns: an ISA's column kernel (isa/trn3mx.hpp), which takes the kNb columns in one call with
+// the same operations per lane as the scalar loop; nullptr: the scalar loop.
+void trainium3_mx_rows_with(Trn3MxColumns columns, const GemmArgs& g, std::size_t m0, std::size_t m1, float* out) {
   static_assert(kNb == kTrn3Lanes && kNc % kNb == 0);
-  constexpr bool kVector = Columns != nullptr;
-  const Trn3MxColumns columns = kVector ? Columns() : nullptr;
+  const bool vector = columns != nullptr;
   ScopedDefaultFpEnv env;
   const std::size_t K = g.k, N = g.n, kg = (K + kGroup - 1) / kGroup;
   const auto ia = code_info(g.a.format), ib = code_info(g.b.format);
@@ -94,10 +94,10 @@ void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1,
         const std::size_t nb = std::min(kNb, nc - j0);
         std::array<float, kNb> psum{};  // PSUM starts at the accumulator input C0 (gemm.hpp)
         for (std::size_t j = 0; j < nb; ++j) psum[j] = accumulator_input(g, m, n0 + j0 + j);
-        if (kVector) {  // lanes past nb read stale columns of b and are dropped
+        if (vector) {  // lanes past nb read stale columns of b and are dropped
           columns(a.data(), sa.data(), &b[j0], &sb[j0], kNc, K, psum.data());
         }
-        for (std::size_t k0 = 0; !kVector && k0 < K; k0 += kInst) {
+        for (std::size_t k0 = 0; !vector && k0 < K; k0 += kInst) {
           std::array<float, kNb> t{};
           for (std::size_t p = 0; p < kParts && k0 + 4 * p < K; ++p) {
             const std::size_t k = k0 + 4 * p, q = k / kGroup, len = std::min<std::size_t>(4, K - k);
@@ -119,6 +119,15 @@ void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1,
       }
     }
   }
+}
+
+namespace {
+
+// Columns: the getter of an ISA's column kernel, or nullptr for the scalar loop.
+template <Trn3MxColumns (*Columns)()>
+void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1, float* out) {
+  if constexpr (Columns == nullptr) trainium3_mx_rows_with(nullptr, g, m0, m1, out);
+  else trainium3_mx_rows_with(Columns(), g, m0, m1, out);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "fp8q/kernels/gemm.hpp"
 #include "isa/exact_block.hpp"
 #include "isa/fused.hpp"
+#include "isa/trn3mx.hpp"
 
 namespace fp8q::detail {
 
@@ -34,5 +35,7 @@ void fused_rows_with(FuKernel kernel, const GemmArgs& g, const GemmOptions& o, s
 // trainium3_mx:1x32 (A1 and A2) on MX or plain operands whose 4-product sums are exact in fp64
 // (e4m3fn x e4m3fn, e5m2 x e4m3fn, fp6 and fp4; not e5m2 x e5m2).
 ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o);
+// Its rows with a given column kernel (nullptr: the scalar loop), as exact_block_rows_with.
+void trainium3_mx_rows_with(Trn3MxColumns columns, const GemmArgs& g, std::size_t m0, std::size_t m1, float* out);
 
 }  // namespace fp8q::detail

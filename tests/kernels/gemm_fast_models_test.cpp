@@ -23,6 +23,7 @@ namespace {
 using testing::Problem;
 using testing::random_problem;
 using testing::Shape;
+using testing::wide_mx_scales;
 using M = AccumulationModel;
 using S = OperandScaling;
 using F = FormatId;
@@ -69,18 +70,6 @@ void expect_same(const Problem& p, const M& model, bool expect_fast = true, std:
   if (expect_fast && !fast_path.empty()) EXPECT_EQ(path, fast_path) << what;
   else if (expect_fast) EXPECT_EQ(path, model_isa()) << what;
   else EXPECT_EQ(path, "reference") << what;
-}
-
-// E8M0 scales: mostly near 2^0, often anywhere in [2^-127, 2^127] (sums that overflow fp32 or
-// round into its subnormals), rarely NaN (0xFF).
-void wide_mx_scales(Problem& p, std::mt19937_64& rng) {
-  for (auto* v : {&p.mx_a, &p.mx_b})
-    for (auto& e : *v) {
-      const unsigned r = static_cast<unsigned>(rng() % 100);
-      if (r < 60) e = static_cast<std::uint8_t>(127 - 20 + rng() % 41);
-      else if (r < 98) e = static_cast<std::uint8_t>(rng() % 255);
-      else e = r == 98 ? 0xFF : static_cast<std::uint8_t>(rng() % 2 == 0 ? 0 : 254);
-    }
 }
 
 // ---- exact_block ------------------------------------------------------------------------------

@@ -87,4 +87,16 @@ inline Problem random_problem(std::mt19937_64& rng, std::size_t m, std::size_t n
   return p;
 }
 
+// E8M0 scales: mostly near 2^0, often anywhere in [2^-127, 2^127] (sums that overflow fp32 or
+// round into its subnormals), rarely NaN (0xFF).
+inline void wide_mx_scales(Problem& p, std::mt19937_64& rng) {
+  for (auto* v : {&p.mx_a, &p.mx_b})
+    for (auto& e : *v) {
+      const unsigned r = static_cast<unsigned>(rng() % 100);
+      if (r < 60) e = static_cast<std::uint8_t>(127 - 20 + rng() % 41);
+      else if (r < 98) e = static_cast<std::uint8_t>(rng() % 255);
+      else e = r == 98 ? 0xFF : static_cast<std::uint8_t>(rng() % 2 == 0 ? 0 : 254);
+    }
+}
+
 }  // namespace fp8q::testing

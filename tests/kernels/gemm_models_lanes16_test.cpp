@@ -42,6 +42,7 @@ namespace {
 using testing::Problem;
 using testing::random_problem;
 using testing::Shape;
+using testing::wide_mx_scales;
 using M = AccumulationModel;
 using S = OperandScaling;
 using F = FormatId;
@@ -109,16 +110,6 @@ void expect_same(const Problem& p, const M& model, CRole role = CRole::kEpilogue
 
 constexpr Shape kShapes[] = {{1, 1, 1},    {7, 33, 130}, {130, 7, 33},  {13, 300, 40},
                              {97, 17, 260}, {2, 1100, 20}, {7, 20, 600}, {3, 5, 0}};
-
-void wide_mx_scales(Problem& p, std::mt19937_64& rng) {
-  for (auto* v : {&p.mx_a, &p.mx_b})
-    for (auto& e : *v) {
-      const unsigned r = static_cast<unsigned>(rng() % 100);
-      if (r < 60) e = static_cast<std::uint8_t>(127 - 20 + rng() % 41);
-      else if (r < 98) e = static_cast<std::uint8_t>(rng() % 255);
-      else e = r == 98 ? 0xFF : static_cast<std::uint8_t>(rng() % 2 == 0 ? 0 : 254);
-    }
-}
 
 // C values that matter as the accumulator input: +/-0, subnormals, NaN, Inf, tiny and huge
 // (kernel_range: only +/-0 and 2^-100 <= |C| < 2^126, the fused kernel's range).

@@ -1,6 +1,7 @@
-// Lane-by-lane emulations of the AVX-512 operations that the exact_block and fused kernel
-// templates use (kernels/src/isa/exact_block_kernel.hpp, fused_kernel.hpp; the real ones are in
-// exact_block_avx512.cpp and fused_avx512.cpp): a 512-bit register as 8 fp64, 16 fp32 / int32
+// Lane-by-lane emulations of the AVX-512 operations that the exact_block, fused and trainium3_mx
+// kernel templates use (kernels/src/isa/exact_block_kernel.hpp, fused_kernel.hpp,
+// trn3mx_kernel.hpp; the real ones are in exact_block_avx512.cpp, fused_avx512.cpp and
+// trn3mx_avx512.cpp): a 512-bit register as 8 fp64, 16 fp32 / int32
 // or 64 int8 lanes in portable C++, each operation with the semantics of its instruction:
 // vfmadd231pd is std::fma; vcvtpd2ps rounds as the host's fp64 -> fp32 conversion under the
 // default environment (nearest-even, no FTZ/DAZ; the drivers pin it); vcmppd _CMP_GE_OQ /
@@ -165,4 +166,52 @@ struct OpsFuLanes16 {
   static F pd_to_ps(D lo, D hi) {
     return lanewise<F>([&](std::size_t i) { return static_cast<float>(i < 8 ? lo.x[i] : hi.x[i - 8]); });
   }
+};
+
+// The AVX-512F operations of the trainium3_mx column kernel (isa/trn3mx_kernel.hpp; the real ones
+// in trn3mx_avx512.cpp): vcmppd _CMP_NEQ_UQ is true when unordered, _CMP_GT_OQ false; vpcmpq
+// and vptestnmq on the patterns; vcvtpd2ps rounds nearest-even (the driver pins the environment).
+struct OpsTrn3Lanes8 {
+  static constexpr std::size_t kLanes = 8;
+  using D = Lanes<double, 8>;
+  using U = Lanes<std::uint64_t, 8>;
+  using M = std::uint8_t;
+  using P = Lanes<float, 8>;
+
+  template <class Fn>
+  static M mask_of(Fn f) {
+    unsigned m = 0;
+    for (unsigned i = 0; i < 8; ++i) m |= f(i) ? 1u << i : 0u;
+    return static_cast<M>(m);
+  }
+  static bool bit(M m, std::size_t i) { return ((m >> i) & 1) != 0; }
+
+  static D zero() { return set1(0.0); }
+  static D set1(double x) { return lanewise<D>([&](std::size_t) { return x; }); }
+  static D load(const double* p) { return lanewise<D>([&](std::size_t i) { return p[i]; }); }
+  static D add(D a, D b) { return lanewise<D>([&](std::size_t i) { return a.x[i] + b.x[i]; }); }
+  static D sub(D a, D b) { return lanewise<D>([&](std::size_t i) { return a.x[i] - b.x[i]; }); }
+  static D mul(D a, D b) { return lanewise<D>([&](std::size_t i) { return a.x[i] * b.x[i]; }); }
+  static M finite(D r) {
+    const U u = recast<U>(r);
+    return mask_of([&](unsigned i) { return (u.x[i] & 0x7FF0000000000000ull) != 0x7FF0000000000000ull; });
+  }
+  static M nonzero(D e) { return mask_of([&](unsigned i) { return !(e.x[i] == 0.0); }); }
+  static M even(D r) {
+    const U u = recast<U>(r);
+    return mask_of([&](unsigned i) { return (u.x[i] & 1) == 0; });
+  }
+  static M differ(D e, D r) { return mask_of([&](unsigned i) { return (e.x[i] > 0.0) != (r.x[i] > 0.0); }); }
+  static M m_and(M a, M b) { return static_cast<M>(a & b); }
+  static M m_andnot(M a, M b) { return static_cast<M>(~a & b); }
+  static D step(D r, M up, M down) {
+    const U u = recast<U>(r);
+    return recast<D>(lanewise<U>([&](std::size_t i) { return u.x[i] + (bit(up, i) ? 1 : 0) - (bit(down, i) ? 1 : 0); }));
+  }
+  static D round_f32(D x) { return lanewise<D>([&](std::size_t i) { return double{static_cast<float>(x.x[i])}; }); }
+  static P p_load(const float* p) { return lanewise<P>([&](std::size_t i) { return p[i]; }); }
+  static void p_store(float* p, P v) {
+    for (std::size_t i = 0; i < 8; ++i) p[i] = v.x[i];
+  }
+  static P p_add(P psum, D t) { return lanewise<P>([&](std::size_t i) { return psum.x[i] + static_cast<float>(t.x[i]); }); }
 };

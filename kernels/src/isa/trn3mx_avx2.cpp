@@ -1,76 +1,59 @@
-// The trainium3_mx:1x32 column kernel on AVX2: the columns of isa/trn3mx.hpp in the fp64 lanes
-// of ymm registers, each lane the scalar path's operations in the same order, 16 columns per
-// pass (16 ymm registers hold four chains and their temporaries). -ffp-contract=off keeps each
-// product and sum a separate rounding (exact here in any case).
+// The trainium3_mx:1x32 column kernel (isa/trn3mx_kernel.hpp) on AVX2: 4 fp64 lanes per ymm
+// register, 16 columns per pass (16 ymm registers hold four chains and their temporaries).
+// -ffp-contract=off keeps each product and sum a separate rounding (exact here in any case).
 #include <immintrin.h>
 
-#include "fp8q/numerics/isa.hpp"
-
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 
 #include "fp8q/numerics/accumulation.hpp"
-#include "trn3mx.hpp"
+#include "fp8q/numerics/isa.hpp"
+#include "isa/trn3mx.hpp"
 
-namespace fp8q::detail {
 namespace {
+#include "isa/trn3mx_kernel.hpp"
 
-constexpr std::size_t kInst = kTrn3MxInstructionK, kParts = kInst / 4, kGroup = kMxGroup;
-constexpr int kV = 4;  // vectors of 4 columns per pass
-
-// fp32 of the exact t + s per lane (t holds fp32 values): round to odd at 53 bits, then to fp32.
-inline __m256d add_once(__m256d t, __m256d s) {
-  const __m256d zero = _mm256_setzero_pd();
-  const __m256i one = _mm256_set1_epi64x(1), exponent = _mm256_set1_epi64x(0x7FF0000000000000);
-  const __m256d r = _mm256_add_pd(t, s);
-  const __m256d bv = _mm256_sub_pd(r, t);
-  const __m256d e = _mm256_add_pd(_mm256_sub_pd(t, _mm256_sub_pd(r, bv)), _mm256_sub_pd(s, bv));
-  __m256i bits = _mm256_castpd_si256(r);
-  const __m256i not_finite = _mm256_cmpeq_epi64(_mm256_and_si256(bits, exponent), exponent);
-  const __m256i inexact = _mm256_castpd_si256(_mm256_cmp_pd(e, zero, _CMP_NEQ_UQ));
-  const __m256i even = _mm256_cmpeq_epi64(_mm256_and_si256(bits, one), _mm256_setzero_si256());
-  const __m256i adjust = _mm256_andnot_si256(not_finite, _mm256_and_si256(inexact, even));
-  // toward e: up in magnitude when e and r have the same sign
-  const __m256i differ = _mm256_castpd_si256(
-      _mm256_xor_pd(_mm256_cmp_pd(e, zero, _CMP_GT_OQ), _mm256_cmp_pd(r, zero, _CMP_GT_OQ)));
-  bits = _mm256_add_epi64(bits, _mm256_and_si256(_mm256_andnot_si256(differ, adjust), one));
-  bits = _mm256_sub_epi64(bits, _mm256_and_si256(_mm256_and_si256(differ, adjust), one));
-  return _mm256_cvtps_pd(_mm256_cvtpd_ps(_mm256_castsi256_pd(bits)));
-}
-
-// kV * 4 columns: independent rounding chains, so one chain's add_once latency is hidden by the
-// others'.
-void pass(const double* a, const double* sa, const double* b, const double* sb, std::size_t ldb, std::size_t K,
-          float* psum_io) {
-  __m128 psum[kV];
-  for (int v = 0; v < kV; ++v) psum[v] = _mm_loadu_ps(psum_io + 4 * v);
-  for (std::size_t k0 = 0; k0 < K; k0 += kInst) {
-    __m256d t[kV];
-    for (int v = 0; v < kV; ++v) t[v] = _mm256_setzero_pd();
-    for (std::size_t p = 0; p < kParts && k0 + 4 * p < K; ++p) {
-      const std::size_t k = k0 + 4 * p, q = k / kGroup, len = std::min<std::size_t>(4, K - k);
-      __m256d s[kV];
-      for (int v = 0; v < kV; ++v) s[v] = _mm256_setzero_pd();
-      for (std::size_t c = 0; c < len; ++c) {
-        const __m256d x = _mm256_broadcast_sd(a + k + c);
-        for (int v = 0; v < kV; ++v) s[v] = _mm256_add_pd(s[v], _mm256_mul_pd(x, _mm256_loadu_pd(b + (k + c) * ldb + 4 * v)));
-      }
-      const __m256d scale = _mm256_broadcast_sd(sa + q);
-      for (int v = 0; v < kV; ++v)
-        t[v] = add_once(t[v], _mm256_mul_pd(_mm256_mul_pd(s[v], scale), _mm256_loadu_pd(sb + q * ldb + 4 * v)));
-    }
-    for (int v = 0; v < kV; ++v) psum[v] = _mm_add_ps(psum[v], _mm256_cvtpd_ps(t[v]));  // PSUM: fp32(psum + t)
+struct OpsTrn3Avx2 {
+  static constexpr std::size_t kLanes = 4;
+  using D = __m256d;
+  using M = __m256i;  // all bits of a lane set (true) or clear
+  using P = __m128;
+  static D zero() { return _mm256_setzero_pd(); }
+  static D set1(double x) { return _mm256_set1_pd(x); }
+  static D load(const double* p) { return _mm256_loadu_pd(p); }
+  static D add(D a, D b) { return _mm256_add_pd(a, b); }
+  static D sub(D a, D b) { return _mm256_sub_pd(a, b); }
+  static D mul(D a, D b) { return _mm256_mul_pd(a, b); }
+  static M finite(D r) {
+    const __m256i exponent = _mm256_set1_epi64x(0x7FF0000000000000);
+    const __m256i bits = _mm256_and_si256(_mm256_castpd_si256(r), exponent);
+    return _mm256_xor_si256(_mm256_cmpeq_epi64(bits, exponent), _mm256_set1_epi64x(-1));
   }
-  for (int v = 0; v < kV; ++v) _mm_storeu_ps(psum_io + 4 * v, psum[v]);
-}
-
-void columns(const double* a, const double* sa, const double* b, const double* sb, std::size_t ldb, std::size_t K,
-             float* psum_io) {
-  static_assert(kTrn3Lanes % (4 * kV) == 0);
-  for (std::size_t j = 0; j < kTrn3Lanes; j += 4 * kV) pass(a, sa, b + j, sb + j, ldb, K, psum_io + j);
-}
-
+  static M nonzero(D e) { return _mm256_castpd_si256(_mm256_cmp_pd(e, zero(), _CMP_NEQ_UQ)); }
+  static M even(D r) {
+    const __m256i one = _mm256_set1_epi64x(1);
+    return _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_castpd_si256(r), one), _mm256_setzero_si256());
+  }
+  static M differ(D e, D r) {
+    return _mm256_castpd_si256(_mm256_xor_pd(_mm256_cmp_pd(e, zero(), _CMP_GT_OQ), _mm256_cmp_pd(r, zero(), _CMP_GT_OQ)));
+  }
+  static M m_and(M a, M b) { return _mm256_and_si256(a, b); }
+  static M m_andnot(M a, M b) { return _mm256_andnot_si256(a, b); }
+  static D step(D r, M up, M down) {
+    const __m256i one = _mm256_set1_epi64x(1);
+    __m256i bits = _mm256_add_epi64(_mm256_castpd_si256(r), _mm256_and_si256(up, one));
+    return _mm256_castsi256_pd(_mm256_sub_epi64(bits, _mm256_and_si256(down, one)));
+  }
+  static D round_f32(D x) { return _mm256_cvtps_pd(_mm256_cvtpd_ps(x)); }
+  static P p_load(const float* p) { return _mm_loadu_ps(p); }
+  static void p_store(float* p, P v) { _mm_storeu_ps(p, v); }
+  static P p_add(P psum, D t) { return _mm_add_ps(psum, _mm256_cvtpd_ps(t)); }
+};
 }  // namespace
 
-Trn3MxColumns trn3mx_columns_avx2() { return isa_supported(Isa::kAvx2) ? &columns : nullptr; }
-
+namespace fp8q::detail {
+Trn3MxColumns trn3mx_columns_avx2() {
+  return isa_supported(Isa::kAvx2) ? &Trn3MxKernelT<OpsTrn3Avx2, 4>::columns : nullptr;
+}
 }  // namespace fp8q::detail
