@@ -15,7 +15,7 @@
 #include "isa/narrow.hpp"
 
 namespace {
-#include "isa/ops_avx2.hpp"
+#include "isa/ops16_avx2.hpp"
 #include "ops_lanes16.hpp"
 #include "isa/narrow_kernel.hpp"
 }  // namespace

@@ -1,6 +1,6 @@
 // Internal: the kernels behind fp8q/numerics/max_abs.hpp, one set per instruction set (the
-// baseline in max_abs.cpp, AVX2 in max_abs_avx2.cpp, NEON in max_abs_neon.cpp). Inputs may have any alignment. Not
-// installed.
+// baseline in max_abs.cpp; AVX2 and NEON from the one text in max_abs_kernel.hpp). Inputs may
+// have any alignment. Not installed.
 #pragma once
 
 #include <algorithm>

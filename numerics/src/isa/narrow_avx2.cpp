@@ -1,5 +1,8 @@
-// AVX2 + F16C narrowing kernels. Compiled with -mavx2 -mf16c (and nothing else is).
+// AVX2 + F16C narrowing kernels: the ISA-independent kernel text over xsimd (ops_xsimd.hpp) with
+// the AVX2 extras, and the 16-bit bf16 kernel's operations (ops16_avx2.hpp). Compiled with the
+// avx2 flags (and nothing else is).
 #include <immintrin.h>
+#include <xsimd/xsimd.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,8 +16,11 @@
 // Every header below was included above, so these includes only add the code to the
 // anonymous namespace: internal linkage, no ODR clash with another ISA's copy.
 namespace {
-#include "isa/ops_avx2.hpp"
+#include "isa/ops_xsimd.hpp"
+#include "isa/simd_extras_avx2.hpp"
+#include "isa/ops16_avx2.hpp"
 #include "isa/narrow_kernel.hpp"
+using OpsAvx2 = OpsXsimd<xsimd::avx2>;
 }  // namespace
 
 namespace fp8q::detail {

@@ -13,7 +13,7 @@
 // Every header below was included above, so these includes only add the code to the
 // anonymous namespace: internal linkage, no ODR clash with another ISA's copy.
 namespace {
-#include "isa/ops_avx2.hpp"  // Ops16Avx2: the bf16 kernel at 256 bits (AVX-512 implies AVX2)
+#include "isa/ops16_avx2.hpp"  // Ops16Avx2: the bf16 kernel at 256 bits (AVX-512 implies AVX2)
 #include "isa/ops_avx512.hpp"
 #include "isa/narrow_kernel.hpp"
 }  // namespace

@@ -63,7 +63,7 @@ struct NarrowConsts {
   typename PhiloxLanes<Ops>::Keys keys;  // the Philox key schedule of this seed
   // philox: also the key schedule, which only stochastic rounding reads (the block-scaled
   // drivers call a kernel per block, so the other modes skip its 20 broadcasts)
-  explicit NarrowConsts(const fp8q::detail::NarrowParams& p, bool philox = true)
+  [[gnu::always_inline]] explicit NarrowConsts(const fp8q::detail::NarrowParams& p, bool philox = true)
       : c7fffffff(Ops::set1(0x7FFFFFFF)), c7fffff(Ops::set1(0x7FFFFF)), c800000(Ops::set1(0x800000)),
         c7f800000(Ops::set1(0x7F800000)), c80000000(Ops::set1(static_cast<std::int32_t>(0x80000000u))),
         one(Ops::set1(1)), zero(Ops::set1(0)), m1_127(Ops::set1(127)), emin(Ops::set1(p.emin)),

@@ -1,5 +1,6 @@
 // Internal: the SIMD narrowing kernels, written once over an `Ops` type (one per ISA, in
-// ops_avx2.hpp / ops_avx512.hpp; the kernels name no ISA intrinsic or type themselves).
+// ops_xsimd.hpp (xsimd: AVX2, NEON) and ops_avx512.hpp; the kernels name no ISA intrinsic or
+// type themselves).
 // Included only by the ISA translation units, inside an anonymous namespace there, so that no
 // inline function compiled with one ISA's flags can be picked by the linker for another.
 //

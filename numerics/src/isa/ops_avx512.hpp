@@ -1,5 +1,5 @@
 // Internal: the operations NarrowKernel needs, on AVX-512 F + BW (16 x 32-bit lanes).
-// Masks are kept as vectors (all bits of a lane set or clear), as in ops_avx2.hpp, so the
+// Masks are kept as vectors (all bits of a lane set or clear), as in ops_xsimd.hpp, so the
 // kernel is the same text for both.
 #pragma once
 
@@ -85,7 +85,7 @@ struct OpsAvx512 {
     for (int j = 0; j < 4; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * j), _mm512_cvtepi32_epi8(v[j]));
   }
   static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
-  // As OpsAvx2::store_bytes4_signed: magnitude codes of an 8-bit target, the fp32 patterns'
+  // As SimdExtras<xsimd::avx2>::store_bytes4_signed: magnitude codes of an 8-bit target, the fp32 patterns'
   // signs in bit 7 (none on a zero code without -0).
   template <bool kNegativeZero, bool kInterleaved = false>
   static void store_bytes4_signed(std::uint8_t* out, const V c[4], const V u[4]) {

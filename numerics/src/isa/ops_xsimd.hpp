@@ -1,9 +1,10 @@
-// Internal: the operations NarrowKernel needs (the interface of ops_avx2.hpp), written once
-// over xsimd for any architecture A whose batches hold 4 or 8 32-bit lanes. A vector is 8
-// lanes, as on AVX2 (two batches where a register holds 4), so that a group of four vectors
-// is one 32-element MX block. What xsimd 8.1 lacks (narrowing stores, 32 x 32 -> 64-bit
+// Internal: the operations NarrowKernel needs, written once over xsimd for any architecture A
+// whose batches hold 4 or 8 32-bit lanes. A vector is 8 lanes (two batches where a register
+// holds 4), so that a group of four vectors is one 32-element MX block. What xsimd 8.1 lacks
+// (narrowing stores and saturating packs, vpmaddwd, interleaved bf16 loads, 32 x 32 -> 64-bit
 // products, shifts by a count held in a register, fp16 widening, prefetch, reductions) comes
-// from SimdExtras<A>, one small header per architecture (simd_extras_neon.hpp).
+// from SimdExtras<A>, one small header per architecture (simd_extras_avx2.hpp,
+// simd_extras_neon.hpp). Where it has packs (kPacks) the 32-byte stores are its own.
 // Masks are vectors with all bits of a lane set (true) or clear (false).
 #pragma once
 
@@ -24,8 +25,8 @@ struct OpsXsimd {
   using Fb = xsimd::batch<float, A>;
   using X = SimdExtras<A>;
   static constexpr std::size_t kLanes = 8;
-  using Count = int;  // a shift count
-  static Count count(int n) { return n; }
+  using Count = typename X::Count;  // a shift count
+  static Count count(int n) { return X::count(n); }
   static constexpr std::size_t kParts = kLanes / I::size;
   static_assert(kParts * I::size == kLanes, "a batch holds 4 or 8 32-bit lanes");
 
@@ -55,7 +56,7 @@ struct OpsXsimd {
     for (std::size_t i = 0; i < kParts; ++i) r.p[i] = op(a.p[i], b.p[i]);
     return r;
   }
-  static I mask_of(xsimd::batch_bool<std::int32_t, A> b) { return xsimd::select(b, I(-1), I(0)); }
+  static I mask_of(xsimd::batch_bool<std::int32_t, A> b) { return X::mask_of(b); }
 
   static void prefetch(const void* p) { X::prefetch(p); }
 
@@ -107,9 +108,8 @@ struct OpsXsimd {
   }
 
   static F mul(F a, F b) { return mapf2(a, b, [](Fb x, Fb y) { return x * y; }); }
-  // As divps: a NaN dividend is the result (architectures that give a signalling NaN divisor
-  // priority would otherwise differ from x86 and from the reference's rule).
-  static F div(F a, F b) { return mapf2(a, b, [](Fb x, Fb y) { return xsimd::select(x != x, x, x / y); }); }
+  // A NaN dividend is the result, as the reference's rule (SimdExtras::div).
+  static F div(F a, F b) { return mapf2(a, b, [](Fb x, Fb y) { return X::div(x, y); }); }
   static F add_f(F a, F b) { return mapf2(a, b, [](Fb x, Fb y) { return x + y; }); }
   static F as_float(V a) {
     F r;
@@ -123,8 +123,7 @@ struct OpsXsimd {
   }
   static F is_nan(F a) {
     F r;
-    const Fb ones = xsimd::bitwise_cast<Fb>(I(-1));
-    for (std::size_t i = 0; i < kParts; ++i) r.p[i] = xsimd::select(a.p[i] != a.p[i], ones, Fb(0.0f));
+    for (std::size_t i = 0; i < kParts; ++i) r.p[i] = X::is_nan(a.p[i]);
     return r;
   }
   static F select_f(F mask, F yes, F no) {
@@ -140,9 +139,25 @@ struct OpsXsimd {
     for (std::size_t i = 0; i < kParts; ++i) X::mulhilo(a.p[i], b.p[i], hi.p[i], lo.p[i]);
   }
 
-  // No interleaved bf16 widening and no vpmaddwd form of the codes: the plain forms.
-  static constexpr bool kInterleavedBf16 = false;
-  static constexpr bool kShiftedCodes = false;
+  // The x86 forms (simd_extras_avx2.hpp), on one batch a vector: bf16 widened by interleaving,
+  // and codes kept as t = (code << s) + c from vpmaddwd.
+  static constexpr bool kInterleavedBf16 = X::kInterleavedBf16;
+  static constexpr bool kShiftedCodes = X::kShiftedCodes;
+  static void load4_bf16_interleaved(const unsigned char* p, V u[4]) {
+    static_assert(kParts == 1);
+    I t[4];
+    X::load4_bf16_interleaved(p, t);
+    for (int j = 0; j < 4; ++j) u[j].p[0] = t[j];
+  }
+  static void store_bytes4_interleaved(std::uint8_t* out, V a, V b, V c, V d) {
+    X::store_bytes4_interleaved(out, a.p[0], b.p[0], c.p[0], d.p[0]);
+  }
+  static V madd16(V a, V b) { return map2(a, b, [](I x, I y) { return X::madd16(x, y); }); }
+  template <bool kNegativeZero, bool kInterleaved = false>
+  static void store_bytes4_signed_shifted(std::uint8_t* out, const V t[4], const V u[4], V c16, Count s) {
+    const I tt[4] = {t[0].p[0], t[1].p[0], t[2].p[0], t[3].p[0]}, uu[4] = {u[0].p[0], u[1].p[0], u[2].p[0], u[3].p[0]};
+    X::template store_bytes4_signed_shifted<kNegativeZero, kInterleaved>(out, tt, uu, c16.p[0], s);
+  }
 
   // Loads kLanes source elements, widened exactly to fp32.
   template <fp8q::detail::Source S>
@@ -163,21 +178,30 @@ struct OpsXsimd {
   // Stores the low byte of each lane of a, b, c, d (in that order): 32 bytes. Lanes hold
   // codes <= 0xFF.
   static void store_bytes4(std::uint8_t* out, V a, V b, V c, V d) {
-    const V v[4] = {a, b, c, d};
-    for (std::size_t j = 0; j < 4; ++j) X::store_low_bytes(out + j * kLanes, v[j].p, kParts);
+    if constexpr (X::kPacks) {
+      X::store_bytes4(out, a.p[0], b.p[0], c.p[0], d.p[0]);
+    } else {
+      const V v[4] = {a, b, c, d};
+      for (std::size_t j = 0; j < 4; ++j) X::store_low_bytes(out + j * kLanes, v[j].p, kParts);
+    }
   }
   // Magnitude codes c[0..3] of an 8-bit target with the fp32 patterns' signs in bit 7 (none
-  // on a zero code without -0), as OpsAvx2::store_bytes4_signed.
+  // on a zero code without -0).
   template <bool kNegativeZero, bool kInterleaved = false>
   static void store_bytes4_signed(std::uint8_t* out, const V c[4], const V u[4]) {
-    static_assert(!kInterleaved, "no interleaved loads here");
-    V s[4];
-    const V sign_bit = set1(static_cast<std::int32_t>(0x80000000u)), zero = set1(0);
-    for (int j = 0; j < 4; ++j) {
-      V sign = srl(band(u[j], sign_bit), 24);
-      if constexpr (!kNegativeZero) sign = andnot(eq(c[j], zero), sign);
-      s[j] = bor(c[j], sign);
+    if constexpr (X::kPacks) {
+      const I cc[4] = {c[0].p[0], c[1].p[0], c[2].p[0], c[3].p[0]}, uu[4] = {u[0].p[0], u[1].p[0], u[2].p[0], u[3].p[0]};
+      X::template store_bytes4_signed<kNegativeZero, kInterleaved>(out, cc, uu);
+    } else {
+      static_assert(!kInterleaved, "no interleaved loads here");
+      V s[4];
+      const V sign_bit = set1(static_cast<std::int32_t>(0x80000000u)), zero = set1(0);
+      for (int j = 0; j < 4; ++j) {
+        V sign = srl(band(u[j], sign_bit), 24);
+        if constexpr (!kNegativeZero) sign = andnot(eq(c[j], zero), sign);
+        s[j] = bor(c[j], sign);
+      }
+      store_bytes4(out, s[0], s[1], s[2], s[3]);
     }
-    store_bytes4(out, s[0], s[1], s[2], s[3]);
   }
 };

@@ -39,6 +39,10 @@ bool make_widen_params(const Format& from, WideOut out, const void* table, Widen
 // the default FP environment (the caller pins it).
 using WidenFn = void (*)(const std::uint8_t* in, std::byte* out, std::size_t n, const WidenParams& p);
 
+// Decodes n codes from the table (the kernels' path for special codes and for the tail);
+// `bytes` is the output's width. Out of line: compiled once, with the baseline flags.
+void widen_from_table(const std::uint8_t* in, std::byte* out, std::size_t n, const WidenParams& p, std::size_t bytes);
+
 #if defined(FP8Q_HAVE_AVX2)
 WidenFn widen_kernel_avx2(WideOut out);  // call only where Isa::kAvx2 is supported
 #else

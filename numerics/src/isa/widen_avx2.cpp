@@ -3,8 +3,6 @@
 // vector finds them).
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "isa/widen.hpp"
 
 namespace fp8q::detail {
@@ -45,11 +43,10 @@ void run(const std::uint8_t* in, std::byte* out, std::size_t n, const WidenParam
     }
     for (; patch != 0; patch &= patch - 1) {
       const int l = __builtin_ctz(patch);
-      std::memcpy(o + l * kBytes, static_cast<const unsigned char*>(p.table) + in[i + l] * kBytes, kBytes);
+      widen_from_table(in + i + l, o + l * kBytes, 1, p, kBytes);
     }
   }
-  for (; i < n; ++i)
-    std::memcpy(out + i * kBytes, static_cast<const unsigned char*>(p.table) + in[i] * kBytes, kBytes);
+  widen_from_table(in + i, out + i * kBytes, n - i, p, kBytes);
 }
 
 }  // namespace

@@ -3,8 +3,6 @@
 #include <arm_neon.h>
 #include <xsimd/xsimd.hpp>
 
-#include <cstring>
-
 #include "isa/widen.hpp"
 
 namespace fp8q::detail {
@@ -44,8 +42,7 @@ void run(const std::uint8_t* in, std::byte* out, std::size_t n, const WidenParam
     }
     std::byte* o = out + i * kBytes;
     if (vmaxvq_u32(vreinterpretq_u32_s32(odd)) != 0) {  // a special code: the table, for all 16
-      for (std::size_t l = 0; l < 16; ++l)
-        std::memcpy(o + l * kBytes, static_cast<const unsigned char*>(p.table) + in[i + l] * kBytes, kBytes);
+      widen_from_table(in + i, o, 16, p, kBytes);
       continue;
     }
     for (int j = 0; j < 4; ++j) {
@@ -59,8 +56,7 @@ void run(const std::uint8_t* in, std::byte* out, std::size_t n, const WidenParam
       }
     }
   }
-  for (; i < n; ++i)
-    std::memcpy(out + i * kBytes, static_cast<const unsigned char*>(p.table) + in[i] * kBytes, kBytes);
+  widen_from_table(in + i, out + i * kBytes, n - i, p, kBytes);
 }
 
 }  // namespace

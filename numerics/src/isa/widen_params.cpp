@@ -65,4 +65,9 @@ bool make_widen_params(const Format& from, WideOut out, const void* table, Widen
   return true;
 }
 
+void widen_from_table(const std::uint8_t* in, std::byte* out, std::size_t n, const WidenParams& p, std::size_t bytes) {
+  const auto* table = static_cast<const unsigned char*>(p.table);
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(out + i * bytes, table + in[i] * bytes, bytes);
+}
+
 }  // namespace fp8q::detail

@@ -1,0 +1,39 @@
+// Internal: the max_abs kernel text, once over xsimd for any architecture A; the per-ISA file
+// (max_abs_avx2.cpp, max_abs_neon.cpp) gives the horizontal max xsimd 8.1 lacks. Bit patterns
+// are compared (unsigned), never values, so nothing depends on the FP environment. Not installed.
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "isa/max_abs_kernels.hpp"
+
+namespace fp8q::detail {
+
+// The max of the sign-cleared T patterns of p[0, n): accumulators covering 64 bytes a step,
+// then one register a step, then the last elements one by one (short arrays, e.g. the rows of
+// a block, pay little besides the reduction). Hmax::hmax(batch<T, A>) reduces a register.
+template <class A, class Hmax, class T>
+T max_abs_bits(const void* in, std::size_t n) {
+  using B = xsimd::batch<T, A>;
+  constexpr std::size_t kLanes = B::size, kAcc = 64 / sizeof(B);
+  static_assert(kAcc >= 1 && kAcc * sizeof(B) == 64, "registers of 16, 32 or 64 bytes");
+  const auto* p = static_cast<const T*>(in);
+  const B mask(static_cast<T>(static_cast<T>(~T{0}) >> 1));
+  const auto load = [&](std::size_t i) { return B::load_unaligned(p + i) & mask; };
+  B m[kAcc];
+  for (auto& v : m) v = B(T{0});
+  std::size_t i = 0;
+  for (; i + kAcc * kLanes <= n; i += kAcc * kLanes)
+    for (std::size_t a = 0; a < kAcc; ++a) m[a] = xsimd::max(m[a], load(i + a * kLanes));
+  for (; i + kLanes <= n; i += kLanes) m[0] = xsimd::max(m[0], load(i));
+  for (std::size_t a = 1; a < kAcc; ++a) m[0] = xsimd::max(m[0], m[a]);
+  return max_abs_tail<T>(in, i, n, Hmax::hmax(m[0]));
+}
+
+template <class A, class Hmax>
+constexpr MaxAbsKernels kMaxAbsKernels{&max_abs_bits<A, Hmax, std::uint16_t>, &max_abs_bits<A, Hmax, std::uint32_t>};
+
+}  // namespace fp8q::detail
