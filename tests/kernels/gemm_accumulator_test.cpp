@@ -15,10 +15,13 @@
 #include "fp8q/kernels/trainium.hpp"
 #include "fp8q/numerics/isa.hpp"
 #include "gemm_fixture.hpp"
+#include "gemm_model_cases.hpp"
 
 namespace fp8q {
 namespace {
 
+using testing::CValues;
+using testing::fill_c;
 using testing::Problem;
 using testing::random_problem;
 using testing::Shape;
@@ -28,33 +31,8 @@ using F = FormatId;
 
 constexpr Shape kShapes[] = {{1, 1, 1}, {7, 33, 130}, {13, 300, 40}, {97, 17, 260}, {7, 20, 600}, {3, 5, 0}};
 
-// Which C values a problem gets.
-enum class CValues {
-  kKernelRange,  // finite: +/-0, or 2^-100 <= |C| < 2^126 (every fast path takes these)
-  kAnything,     // also NaN, +/-Inf, subnormals, |C| < 2^-100, |C| >= 2^126
-};
-
-void fill_c(Problem& p, std::mt19937_64& rng, CValues which) {
-  const float inf = std::numeric_limits<float>::infinity();
-  p.c.resize(p.m * p.n);
-  for (float& c : p.c) {
-    const unsigned r = static_cast<unsigned>(rng() % 100);
-    const float v = static_cast<float>(static_cast<int>(rng() % 2001) - 1000) * 0.37f;
-    if (r < 60) c = v;
-    else if (r < 70) c = r % 2 == 0 ? 0.0f : -0.0f;
-    else if (r < 80) c = std::ldexp(v, static_cast<int>(rng() % 60) - 30);  // large and small, same or far exponents
-    else if (which == CValues::kKernelRange) c = std::ldexp(1.0f + static_cast<float>(r) / 128.0f, r % 2 == 0 ? -100 : 125);
-    else if (r < 85) c = std::nanf("");
-    else if (r < 90) c = r % 2 == 0 ? inf : -inf;
-    else if (r < 95) c = std::ldexp(v, -140);  // subnormal
-    else c = r % 2 == 0 ? 0x1p-110f : -0x1.8p126f;
-  }
-}
-
 std::string describe(const Problem& p, const M& model) {
-  return std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) + " " +
-         std::string(format_of(p.fa).name) + "*" + std::string(format_of(p.fb).name) + " " + model_name(model) +
-         " scalings " + std::to_string(int(p.sa)) + "/" + std::to_string(int(p.sb));
+  return testing::name_of(p, model) + " scalings " + std::to_string(int(p.sa)) + "/" + std::to_string(int(p.sb));
 }
 
 std::string_view best_isa() { return active_isa() == Isa::kAvx2 || active_isa() == Isa::kAvx512 ? "avx2" : "generic"; }

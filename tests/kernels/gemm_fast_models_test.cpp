@@ -15,11 +15,19 @@
 #include "fp8q/kernels/gemm.hpp"
 #include "fp8q/numerics/isa.hpp"
 #include "gemm_fixture.hpp"
+#include "gemm_model_cases.hpp"
 #include "hostile_fp_env.hpp"
 
 namespace fp8q {
 namespace {
 
+using testing::exact_block_cancellation_cases;
+using testing::exact_block_mx_cases;
+using testing::exact_block_plain_cases;
+using testing::exact_block_split_sum_cases;
+using testing::fused_model_cases;
+using testing::fused_special_cases;
+using testing::name_of;
 using testing::Problem;
 using testing::random_problem;
 using testing::Shape;
@@ -27,16 +35,6 @@ using testing::wide_mx_scales;
 using M = AccumulationModel;
 using S = OperandScaling;
 using F = FormatId;
-
-// 1x1x1: degenerate; 7/13/33/130: no tile multiples; 97 rows: two row blocks of 96; 300 / 1100
-// columns: several column blocks; K = 600: several chunks; K = 0: empty sums; K = 40: a partial block.
-constexpr Shape kShapes[] = {{1, 1, 1},    {7, 33, 130}, {130, 7, 33},  {13, 300, 40},
-                             {97, 17, 260}, {2, 1100, 20}, {7, 20, 600}, {3, 5, 0}};
-
-std::string name_of(const Problem& p, const M& model) {
-  return std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) + " " +
-         std::string(format_of(p.fa).name) + "*" + std::string(format_of(p.fb).name) + " " + model_name(model);
-}
 
 // The exact_block and fused paths' kernel under the active ISA (AVX2 on x86-64 at least).
 std::string_view model_isa() {
@@ -74,149 +72,48 @@ void expect_same(const Problem& p, const M& model, bool expect_fast = true, std:
 
 // ---- exact_block ------------------------------------------------------------------------------
 
-// MXFP8 / MXFP6 / MXFP4 GEMMs (the OCP profile's MX model): MX scales on both operands or on
-// one. e4m3fn x e4m3fn always sums blocks directly in fp64; e5m2 pairs need the split sum when
-// a tile's exponents spread (random codes: almost always).
 TEST(GemmFastModels, ExactBlockWithMxScales) {
-  std::mt19937_64 rng(11);
-  const std::tuple<F, F, S, S> variants[] = {
-      {F::kE4M3FN, F::kE4M3FN, S::kMx32, S::kMx32}, {F::kE4M3FN, F::kE5M2, S::kMx32, S::kMx32},
-      {F::kE5M2, F::kE5M2, S::kMx32, S::kMx32},     {F::kE2M1, F::kE2M3, S::kMx32, S::kNone},
-      {F::kE3M2, F::kE4M3FN, S::kNone, S::kMx32},
-  };
-  for (const Shape& s : kShapes)
-    for (const auto& [fa, fb, sa, sb] : variants)
-      for (const M& model : {M::exact_block(32), M::exact_block(8)}) {
-        Problem p = random_problem(rng, s.m, s.n, s.k, fa, fb, sa, sb, s.k % 2 == 0, s.m % 2 == 1, 60);
-        wide_mx_scales(p, rng);
-        expect_same(p, model);
-      }
+  exact_block_mx_cases([](const Problem& p, const M& model) { expect_same(p, model); });
 }
 
-// exact_block without MX scales: plain and block-128 scaling, blocks that do not divide 128
-// (7, 100) and blocks longer than a chunk (300).
 TEST(GemmFastModels, ExactBlockWithPlainAndBlockScaling) {
-  std::mt19937_64 rng(12);
-  const std::tuple<F, F, S, S> variants[] = {
-      {F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kPerRow}, {F::kE5M2, F::kE4M3, S::kPerRow, S::kTensor},
-      {F::kE4M3FN, F::kE5M2, S::kBlock128, S::kBlock128}, {F::kE5M2FNUZ, F::kE3M4, S::kNone, S::kNone},
-  };
-  for (const Shape& s : kShapes)
-    for (const auto& [fa, fb, sa, sb] : variants)
-      for (const M& model : {M::exact_block(32), M::exact_block(7), M::exact_block(100), M::exact_block(300)}) {
-        const Problem p = random_problem(rng, s.m, s.n, s.k, fa, fb, sa, sb, true, false, 40);
-        expect_same(p, model);
-      }
+  exact_block_plain_cases([](const Problem& p, const M& model) { expect_same(p, model); });
 }
 
-// A block whose exact sum lies just above an fp32 rounding midpoint, which a single fp64 sum
-// cannot see: e5m2 products 2^24 + 1 + 2^-32 need 57 bits; fp64 rounds them to 2^24 + 1, a
-// tie that fp32 rounds down to 2^24, while the exact sum rounds up to 2^24 + 2. The split sum
-// (isa/exact_block.hpp) must get 2^24 + 2 (and 2^24 for 2^24 + 1 - 2^-32).
+// fp64 rounds 2^24 + 1 + 2^-32 to 2^24 + 1, a tie that fp32 rounds down to 2^24, while the
+// exact sum rounds up to 2^24 + 2; the split sum (isa/exact_block.hpp) must get 2^24 + 2 (and
+// 2^24 for 2^24 + 1 - 2^-32).
 TEST(GemmFastModels, ExactBlockSplitSumRoundsTheExactValue) {
-  auto code = [](double v) { return static_cast<std::uint8_t>(encode_f64(v, kE5M2)); };
-  for (const double tiny : {std::ldexp(1.0, -32), -std::ldexp(1.0, -32)}) {
-    // row m of A times column n of B: each output gets the same block (columns padded with 0)
-    Problem p{.m = 7, .n = 9, .k = 64, .fa = F::kE5M2, .fb = F::kE5M2};
-    p.a.assign(p.m * p.k, 0), p.b.assign(p.k * p.n, 0);
-    for (std::size_t m = 0; m < p.m; ++m) {
-      p.a[m * p.k + 3] = code(4096.0), p.a[m * p.k + 10] = code(1.0), p.a[m * p.k + 31] = code(std::ldexp(1.0, -16));
-      p.a[m * p.k + 40] = code(1.0);  // the second block: 1 * 0.5 alone
-    }
-    for (std::size_t n = 0; n < p.n; ++n) {
-      p.b[3 * p.n + n] = code(4096.0), p.b[10 * p.n + n] = code(1.0), p.b[31 * p.n + n] = code(std::ldexp(tiny, 16));
-      p.b[40 * p.n + n] = code(0.5);
-    }
+  exact_block_split_sum_cases([](const Problem& p, double tiny) {
     std::vector<float> d(p.m * p.n);
     gemm(p.args(), {.model = M::exact_block(32)}, std::span<float>(d));
     const float want = (tiny > 0 ? 16777218.0f : 16777216.0f) + 0.5f;  // + the second block, rounded
     for (float x : d) ASSERT_EQ(x, want) << "tiny " << tiny;
     expect_same(p, M::exact_block(32));
-  }
+  });
 }
 
-// Many small problems whose blocks mix a few large magnitudes of both signs (which cancel),
-// ones and powers of two down to 2^-16: sums land on and near fp32 midpoints with tails far
-// below fp64's precision. Over these 300 problems a direct fp64 sum alone gets 9 outputs wrong
-// (checked while writing this test); the fast path must get none wrong.
+// Over these 300 problems a direct fp64 sum alone gets 9 outputs wrong (checked while writing
+// this test); the fast path must get none wrong.
 TEST(GemmFastModels, ExactBlockCancellationAndTinyTails) {
-  std::mt19937_64 rng(123);
-  auto value = [&] {
-    const unsigned r = static_cast<unsigned>(rng() % 10);
-    double v = r < 3   ? std::ldexp(1.0 + static_cast<double>(rng() % 4) / 4.0, 10 + static_cast<int>(rng() % 4))
-               : r < 6 ? std::ldexp(1.0, -static_cast<int>(rng() % 17))
-               : r < 8 ? 1.0
-                       : 0.0;
-    return rng() % 2 == 0 ? v : -v;
-  };
-  const F formats[] = {F::kE5M2, F::kE4M3FN, F::kE5M2FNUZ};
-  constexpr ConvertOptions kSat{.rounding = Rounding::kNearestEven, .overflow = Overflow::kSaturate};
-  for (int it = 0; it < 300; ++it) {
-    const std::size_t m = 1 + rng() % 13, n = 1 + rng() % 20, k = 1 + rng() % 100;
-    const F fa = formats[rng() % 3], fb = formats[rng() % 3];
-    const bool mx = rng() % 2 == 0;
-    Problem p{.m = m, .n = n, .k = k, .fa = fa, .fb = fb, .sa = mx ? S::kMx32 : S::kNone, .sb = mx ? S::kMx32 : S::kNone};
-    p.a.resize(m * k), p.b.resize(k * n);
-    for (auto& c : p.a) c = static_cast<std::uint8_t>(encode_f64(value(), format_of(fa), kSat));
-    for (auto& c : p.b) c = static_cast<std::uint8_t>(encode_f64(value(), format_of(fb), kSat));
-    if (mx) {
-      p.mx_a.resize(m * testing::cdiv(k, 32)), p.mx_b.resize(testing::cdiv(k, 32) * n);
-      for (auto* v : {&p.mx_a, &p.mx_b})
-        for (auto& e : *v) e = static_cast<std::uint8_t>(100 + rng() % 50);
-    }
-    for (int block : {32, 16, 4}) {
-      const GemmOptions o{.model = M::exact_block(block), .threads = 2};
-      std::vector<float> ref(m * n), fast(m * n);
-      gemm_reference(p.args(), o, std::span<float>(ref));
-      gemm(p.args(), o, std::span<float>(fast));
-      for (std::size_t i = 0; i < ref.size(); ++i)
-        ASSERT_EQ(bits_of(ref[i]), bits_of(fast[i])) << "problem " << it << " " << name_of(p, o.model) << " at " << i;
-    }
-  }
+  exact_block_cancellation_cases(300, [](const Problem& p, const M& model) {
+    const GemmOptions o{.model = model, .threads = 2};
+    std::vector<float> ref(p.m * p.n), fast(p.m * p.n);
+    gemm_reference(p.args(), o, std::span<float>(ref));
+    gemm(p.args(), o, std::span<float>(fast));
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      ASSERT_EQ(bits_of(ref[i]), bits_of(fast[i])) << name_of(p, model) << " at " << i;
+  });
 }
 
 // ---- fused ----------------------------------------------------------------------------------------
 
-// Hopper's model and its neighbours: rounding rtz / rne, promotion, steps that are odd (5) or
-// longer than a chunk (320), f below the product width (3) and up to 23 where the sum still
-// fits 31 bits (n = 16, 32: 33 * 2^25 < 2^31), alignment widths other than the result width
-// (narrower, wider, up to the kernel's 26), on plain and block-128 scaling.
 TEST(GemmFastModels, FusedModels) {
-  std::mt19937_64 rng(13);
-  const std::tuple<F, F, S, S> variants[] = {
-      {F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kTensor}, {F::kE5M2, F::kE5M2, S::kNone, S::kPerRow},
-      {F::kE4M3FN, F::kE5M2, S::kBlock128, S::kBlock128}, {F::kE5M2FNUZ, F::kE4M3FNUZ, S::kPerRow, S::kNone},
-      {F::kE3M4, F::kE2M1, S::kNone, S::kNone},
-  };
-  const M models[] = {M::hopper(),
-                      M::fused(32, 13, Rounding::kNearestEven),
-                      M::fused(32, 13, Rounding::kTowardZero, 128),
-                      M::fused(5, 3, Rounding::kNearestEven, 10),
-                      M::fused(16, 23, Rounding::kNearestEven),
-                      M::fused(32, 23, Rounding::kTowardZero),
-                      M::fused(320, 10, Rounding::kTowardZero),
-                      M::fused_widths(32, 16, 13, Rounding::kTowardZero),
-                      M::fused_widths(4, 26, 23, Rounding::kNearestEven),
-                      M::fused_widths(16, 10, 20, Rounding::kNearestEven, 1, 32),
-                      M::fused_widths(4, 24, 3, Rounding::kTowardZero)};
-  for (const Shape& s : kShapes)
-    for (const auto& [fa, fb, sa, sb] : variants)
-      for (const M& model : models) {
-        const Problem p = random_problem(rng, s.m, s.n, s.k, fa, fb, sa, sb, s.k % 2 == 1, true, 80);
-        expect_same(p, model);
-      }
+  fused_model_cases([](const Problem& p, const M& model) { expect_same(p, model); });
 }
 
-// Special values often (one code in 5): the special products decide a segment alone, through
-// promotion and block scaling; and none at all (the driver's fast exit).
 TEST(GemmFastModels, FusedSpecialValues) {
-  std::mt19937_64 rng(14);
-  for (unsigned odds : {5u, 0u})
-    for (const auto& [sa, sb] : {std::pair{S::kNone, S::kNone}, std::pair{S::kBlock128, S::kBlock128}})
-      for (const M& model : {M::hopper(), M::fused(32, 13, Rounding::kTowardZero, 64)}) {
-        const Problem p = random_problem(rng, 11, 37, 300, F::kE5M2, F::kE5M2, sa, sb, true, false, odds);
-        expect_same(p, model);
-      }
+  fused_special_cases([](const Problem& p, const M& model) { expect_same(p, model); });
 }
 
 // Arguments without a fast path run the reference, with the same bits: a fused step whose
@@ -239,7 +136,7 @@ TEST(GemmFastModels, Trainium3MxOneByThirtyTwo) {
       {F::kE4M3FN, F::kE5M2, S::kMx32, S::kNone},   {F::kE2M1, F::kE2M3, S::kMx32, S::kMx32},
       {F::kE3M2, F::kE4M3FN, S::kNone, S::kMx32},
   };
-  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  std::vector<Shape> shapes(std::begin(testing::kModelShapes), std::end(testing::kModelShapes));
   shapes.push_back({5, 9, 1030});
   shapes.push_back({3, 40, 513});
   for (const Shape& s : shapes)
