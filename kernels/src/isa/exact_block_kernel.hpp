@@ -1,6 +1,7 @@
 // Internal: the exact_block micro-kernel with one 8-lane fp64 vector per tile row, written once
-// over an `Ops` type: exact_block_avx512.cpp instantiates it with AVX-512 intrinsics, a test
-// with a lane-by-lane emulation of them (tests/kernels/ops_lanes16_models.hpp), so that this
+// over an `Ops` type: exact_block_avx512.cpp instantiates it with AVX-512 intrinsics,
+// exact_block_avx2.cpp with pairs of xsimd AVX2 batches, a test with a lane-by-lane emulation
+// of the AVX-512 operations (tests/kernels/ops_lanes16_models.hpp), so that this
 // text runs on machines without AVX-512 (docs/numerics.md, "Fast paths"). The sums are those of
 // exact_block.hpp, in the order of exact_block_generic.cpp. Included only inside an anonymous
 // namespace, after exact_block.hpp.
