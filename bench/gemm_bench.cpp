@@ -2,7 +2,8 @@
 // under fp32_sequential, systolic:128 and Hopper's fused:32:13:rtz, against OpenBLAS sgemm on
 // the same shape (fp32 operands already decoded); MXFP8 (e4m3fn codes with E8M0 scales per 32 K
 // on both operands) under exact_block:32, against OpenBLAS dgemm (fp64 operands already decoded
-// and scaled), and under trainium3_mx:1x32 (nc_matmul_mx, to 1024); systolic:128 with 1x128 x
+// and scaled), and under trainium3_mx:1x32 and :wrapx (nc_matmul_mx, to 1024, against sgemm; wrapx
+// with the scales the hardware needs: one per wrapx group of 4 OCP blocks); systolic:128 with 1x128 x
 // 128x128 block scales (DeepSeek-V3's, on Trainium). All measured in the same run. M = N = K,
 // 1 and 2 threads.
 #include <cblas.h>
@@ -77,7 +78,17 @@ void block_case(benchmark::State& state, std::size_t n, int threads, const Accum
 }
 
 void mx_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model) {
-  const Operands o = make(n);
+  Operands o = make(n);
+  if (model.kind == AccumKind::kTrainium3Mx && model.layout == Trn3Layout::kWrapX) {
+    // the 4 OCP blocks 16t + 4c + j (c = 0..3) of one wrapx group take block 16t + j's scale
+    const std::size_t groups = (n + 31) / 32;
+    for (std::size_t q = 0; q < groups; ++q)
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t lead = q / 16 * 16 + q % 4;
+        o.mx_a[i * groups + q] = o.mx_a[i * groups + lead];
+        o.mx_b[q * n + i] = o.mx_b[lead * n + i];
+      }
+  }
   std::vector<float> d(n * n);
   const GemmArgs g{.m = n, .n = n, .k = n,
                    .a = {.format = FormatId::kE4M3FN, .codes = o.a, .scaling = OperandScaling::kMx32, .mx_scale = o.mx_a},
@@ -140,10 +151,12 @@ void register_gemm() {
                [n, t](benchmark::State& s) { block_case(s, n, t, AccumulationModel::systolic(128)); });
       add_case("gemm/mxfp8_exact_block32" + suffix, {"gemm/openblas_dgemm" + suffix},
                [n, t](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::exact_block(32)); });
-      if (n <= 1024)
-        add_case("gemm/mxfp8_trainium3_1x32" + suffix, {"gemm/openblas_dgemm" + suffix}, [n, t](benchmark::State& s) {
-          mx_case(s, n, t, AccumulationModel::trainium3_mx(Trn3Layout::k1x32));
-        });
+      for (const auto layout : {Trn3Layout::k1x32, Trn3Layout::kWrapX}) {
+        if (n > 1024) break;
+        const std::string name = layout == Trn3Layout::k1x32 ? "1x32" : "wrapx";
+        add_case("gemm/mxfp8_trainium3_" + name + suffix, {"gemm/openblas_sgemm" + suffix},
+                 [n, t, layout](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::trainium3_mx(layout)); });
+      }
     }
 }
 

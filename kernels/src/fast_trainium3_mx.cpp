@@ -1,25 +1,20 @@
-// The fast trainium3_mx:1x32 GEMM (nc_matmul_mx under assumptions A1 and A2, docs/matmul.md):
-// per 512-K instruction, t = fp32(t + s_p) for partitions p = 0..127 with one rounding, where
-// s_p is the exact sum of the partition's 4 products (K = 512i + 4p + c) times their common
-// MX scale; PSUM adds the instructions' t in fp32.
+// The fast trainium3_mx GEMM (nc_matmul_mx under assumptions A1 and A2, docs/matmul.md), wrapx
+// and 1x32: per 512-K instruction, t = fp32(t + s_p) for partitions p = 0..127 with one
+// rounding, where s_p is the exact sum of the partition's 4 scaled products; PSUM adds the
+// instructions' t in fp32.
 //
-// Why it equals the reference bit for bit: operands are decoded to fp64 exactly; in the 1x32
-// layout a partition's 4 codes lie in one MX group of 32, so their products share one scale;
-// the path is taken only for format pairs whose products are multiples of a quantum q with
-// 4 * max|product| < 2^53 q, so the 4-product sum is exact in fp64, and so is its scaling by a
-// power of two (within fp64's range); PSUM starts at C0 and adds each t in fp32; t + s_p is formed exactly as a two-sum (r, e) and rounded
-// to odd at 53 bits (r moved one ulp toward e when e != 0 and r's last bit is even), which
-// rounds to fp32 as the exact sum does (53 >= 24 + 2); every operation runs under the IEEE
-// default environment. Threads split the rows. With AVX2 or AVX-512, each 32 columns run in the
-// column kernel of isa/trn3mx_kernel.hpp: the same operations per lane.
+// Why it equals the reference bit for bit: each code is decoded to fp64 and multiplied by its
+// MX scale, exactly (<= 4 significant bits, |exponent| <= 127 + 17); the path is taken only when
+// every partition's 4-product sum is exact in fp64 (products_exact: the codes' bit range and the
+// scales' spread within a partition); t + s_p is rounded once (isa/trn3mx.hpp says how); every
+// operation runs under the IEEE default environment. Threads split the rows.
 #include <algorithm>
 #include <array>
-#include <bit>
-#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "code_info.hpp"
+#include "fold.hpp"
 #include "fp8q/numerics/fp_env.hpp"
 #include "fp8q/numerics/isa.hpp"
 #include "isa/trn3mx.hpp"
@@ -29,125 +24,191 @@
 namespace fp8q::detail {
 namespace {
 
-constexpr std::size_t kInst = kTrn3MxInstructionK, kParts = kInst / 4, kGroup = 32;
-constexpr std::size_t kNb = kTrn3Lanes;  // output columns computed together (32)
-constexpr std::size_t kNc = 256;  // columns of B decoded at a time (K x 256 fp64)
+constexpr std::size_t kGroup = kMxGroup, kRowBlock = 64;  // A block: 64 x 512 fp64 (256 KiB, in L2)
 
-// The exponents q of the finest product quantum and t with |product| < 2^t, over finite
-// nonzero codes; false when a format has none.
-bool product_bounds(FormatId a, FormatId b, int& quantum, int& top) {
-  const auto ia = code_info(a), ib = code_info(b);
-  int la = 1000, ta = -1000, lb = 1000, tb = -1000;
-  for (const auto& c : ia)
-    if (c.nonzero) la = std::min(la, c.low), ta = std::max(ta, c.top);
-  for (const auto& c : ib)
-    if (c.nonzero) lb = std::min(lb, c.low), tb = std::max(tb, c.top);
-  if (ta < la || tb < lb) return false;
-  quantum = la + lb;
-  top = ta + tb + 2;  // |x| < 2^(ta + 1), |y| < 2^(tb + 1)
-  return true;
+// The K offset within its instruction of slot position i (= 4p + c).
+std::size_t slot_k(Trn3Layout layout, std::size_t i) {
+  return layout == Trn3Layout::kWrapX ? i / 4 + kTrn3Parts * (i % 4) : i;
 }
 
-// fp32 of the exact t + s (t fp32, s fp64 exact), nearest-even: round to odd at 53 bits first.
-inline float add_once(float t, double s) {
-  const double td = t;
-  const double r = td + s;
-  if (!std::isfinite(r)) return static_cast<float>(r);
-  const double bv = r - td;
-  const double e = (td - (r - bv)) + (s - bv);  // two-sum: r + e = t + s exactly
-  double odd = r;
-  if (e != 0.0) {
-    std::uint64_t bits = std::bit_cast<std::uint64_t>(r);
-    if ((bits & 1) == 0) {  // the bracketing neighbour toward e has the odd last bit
-      bits = (e > 0) == (r > 0) ? bits + 1 : bits - 1;
-      odd = std::bit_cast<double>(bits);
+// Exponent bounds of an operand's finite nonzero codes: |x| = odd * 2^e with low <= e and
+// |x| < 2^(top + 1). Over the codes present when `present` is given, else over the format.
+struct CodeBounds {
+  int low = 1000, top = -1000;
+  bool any() const { return top >= low; }
+};
+CodeBounds code_bounds(FormatId f, std::span<const std::uint8_t> present = {}) {
+  std::array<bool, 256> seen{};
+  if (present.empty()) seen.fill(true);
+  for (std::uint8_t c : present) seen[c] = true;
+  CodeBounds b;
+  const auto info = code_info(f);
+  for (std::size_t c = 0; c < 256; ++c)
+    if (seen[c] && info[c].nonzero) b.low = std::min(b.low, info[c].low), b.top = std::max(b.top, info[c].top);
+  return b;
+}
+
+// Scale exponents (code - 127) of an MX operand, NaN codes (0xFF) aside: the least, and the
+// largest spread among the 4 scales one partition's slots use (0 in 1x32, whose slots share one
+// 32-K group; in wrapx slot c of partition p at tile t reads group 16t + 4c + p / 32).
+struct ScaleStats {
+  int least = 0, spread = 0;
+};
+ScaleStats scale_stats(const GemmOptions& o, std::span<const std::uint8_t> scales, std::size_t lines, std::size_t groups,
+                       std::size_t line_stride, std::size_t group_stride) {
+  ScaleStats st;
+  int least = 255;
+  for (std::size_t l = 0; l < lines; ++l)
+    for (std::size_t q = 0; q < groups; ++q) {
+      const std::uint8_t s = scales[l * line_stride + q * group_stride];
+      if (s != 0xFF) least = std::min<int>(least, s);
+    }
+  if (least != 255) st.least = least - 127;
+  if (o.model.layout != Trn3Layout::kWrapX) return st;
+  const std::size_t per_tile = kTrn3Slots / kGroup;  // 16 groups of 32 K
+  for (std::size_t l = 0; l < lines; ++l)
+    for (std::size_t t0 = 0; t0 < groups; t0 += per_tile)
+      for (std::size_t j = 0; j < 4; ++j) {
+        int lo = 255, hi = 0;
+        for (std::size_t c = 0; c < 4; ++c) {
+          const std::size_t q = t0 + 4 * c + j;
+          const std::uint8_t s = q < groups ? scales[l * line_stride + q * group_stride] : 0xFF;
+          if (s != 0xFF) lo = std::min<int>(lo, s), hi = std::max<int>(hi, s);
+        }
+        if (hi >= lo) st.spread = std::max(st.spread, hi - lo);
+      }
+  return st;
+}
+
+struct Trn3Plan {
+  bool exact = false;  // every partition's 4-product sum is exact in fp64
+  bool tiny = true;    // a sum may have bits below 2^-149
+};
+
+// scan_codes: where the formats' ranges do not fit, bound the codes present instead (e5m2 x e5m2).
+Trn3Plan plan(const GemmArgs& g, const GemmOptions& o, bool scan_codes) {
+  const std::size_t kg = (g.k + kGroup - 1) / kGroup;
+  const bool mx_a = g.a.scaling == OperandScaling::kMx32, mx_b = g.b.scaling == OperandScaling::kMx32;
+  const ScaleStats sa = mx_a ? scale_stats(o, g.a.mx_scale, g.m, kg, kg, 1) : ScaleStats{};
+  const ScaleStats sb = mx_b ? scale_stats(o, g.b.mx_scale, g.n, kg, 1, g.n) : ScaleStats{};
+  CodeBounds ba = code_bounds(g.a.format), bb = code_bounds(g.b.format);
+  Trn3Plan p;
+  if (!ba.any() || !bb.any()) return {true, false};  // every product is 0 or special
+  p.tiny = ba.low + bb.low + sa.least + sb.least < -149;
+  // 4 products below 2^(top_a + top_b + 2 + e_max), multiples of 2^(low_a + low_b + e_min):
+  // their fp64 sums are exact when the span fits 53 bits
+  auto fits = [&] { return ba.top + bb.top + 2 + 2 - (ba.low + bb.low) + sa.spread + sb.spread <= 53; };
+  if (!fits() && scan_codes) {
+    ba = code_bounds(g.a.format, g.a.codes), bb = code_bounds(g.b.format, g.b.codes);
+    if (!ba.any() || !bb.any()) return {true, false};
+  }
+  p.exact = fits();
+  return p;
+}
+
+// Operands in partition-slot order, times their MX scales; slots past K: -0 in A, +0 in B.
+using Table = std::array<double, 256>;
+
+void decode_a(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t rows, std::size_t rows_p,
+              std::size_t k0, const Table& value, const Table& pow2, double* a) {
+  const std::size_t K = g.k, kg = (K + kGroup - 1) / kGroup;
+  const bool mx = g.a.scaling == OperandScaling::kMx32;
+  for (std::size_t r = 0; r < rows_p; ++r)
+    for (std::size_t i = 0; i < kTrn3Slots; ++i) {
+      const std::size_t k = k0 + slot_k(o.model.layout, i), m = m0 + r;
+      double x = -0.0;
+      if (r < rows && k < K) {
+        x = value[g.a.codes[m * K + k]];
+        if (mx) x *= pow2[g.a.mx_scale[m * kg + k / kGroup]];
+      }
+      a[r * kTrn3Slots + i] = x;
+    }
+}
+
+void decode_b(const GemmArgs& g, const GemmOptions& o, std::size_t k0, std::size_t cols, std::size_t panels,
+              const Table& value, const Table& pow2, double* b) {
+  const std::size_t K = g.k, N = g.n;
+  const bool mx = g.b.scaling == OperandScaling::kMx32;
+  std::fill(b, b + panels * kTrn3Slots * cols, 0.0);
+  for (std::size_t i = 0; i < kTrn3Slots; ++i) {
+    const std::size_t k = k0 + slot_k(o.model.layout, i);
+    if (k >= K) continue;
+    const std::uint8_t* codes = g.b.codes.data() + k * N;
+    const std::uint8_t* scales = mx ? g.b.mx_scale.data() + (k / kGroup) * N : nullptr;
+    for (std::size_t n = 0; n < N; ++n) {
+      double x = value[codes[n]];
+      if (mx) x *= pow2[scales[n]];
+      b[((n / cols) * kTrn3Slots + i) * cols + n % cols] = x;
     }
   }
-  return static_cast<float>(odd);
 }
 
-// 2^(code - 127) as fp64 (exact: E8M0's range is inside fp64's), NaN for 0xFF.
-double pow2_of(std::uint8_t code) { return code == 0xFF ? std::nan("") : std::ldexp(1.0, static_cast<int>(code) - 127); }
+Table values(FormatId f) {
+  Table v{};
+  const auto info = code_info(f);
+  for (std::size_t c = 0; c < 256; ++c) v[c] = info[c].value;
+  return v;
+}
+
+Table e8m0_values() {
+  Table v{};
+  for (std::size_t c = 0; c < 256; ++c) v[c] = e8m0_value(static_cast<std::uint8_t>(c));
+  return v;
+}
 
 }  // namespace
 
-// columns: an ISA's column kernel (isa/trn3mx.hpp), which takes the kNb columns in one call with
-// the same operations per lane as the scalar loop; nullptr: the scalar loop.
-void trainium3_mx_rows_with(Trn3MxColumns columns, const GemmArgs& g, std::size_t m0, std::size_t m1, float* out) {
-  static_assert(kNb == kTrn3Lanes && kNc % kNb == 0);
-  const bool vector = columns != nullptr;
+void trainium3_mx_rows_with(Trn3MxKernel kernel, const GemmArgs& g, const GemmOptions& o, std::size_t m0,
+                            std::size_t m1, float* out) {
   ScopedDefaultFpEnv env;
-  const std::size_t K = g.k, N = g.n, kg = (K + kGroup - 1) / kGroup;
-  const auto ia = code_info(g.a.format), ib = code_info(g.b.format);
-  const bool mx_a = g.a.scaling == OperandScaling::kMx32, mx_b = g.b.scaling == OperandScaling::kMx32;
-  std::vector<double> a(K), b(K * kNc), sb(kg * kNc), sa(kg);
-  for (std::size_t n0 = 0; n0 < N; n0 += kNc) {
-    const std::size_t nc = std::min(kNc, N - n0);
-    for (std::size_t k = 0; k < K; ++k)
-      for (std::size_t j = 0; j < nc; ++j) b[k * kNc + j] = ib[g.b.codes[k * N + n0 + j]].value;
-    for (std::size_t q = 0; q < kg; ++q)
-      for (std::size_t j = 0; j < nc; ++j) sb[q * kNc + j] = pow2_of(mx_b ? g.b.mx_scale[q * N + n0 + j] : 127);
-    for (std::size_t m = m0; m < m1; ++m) {
-      for (std::size_t k = 0; k < K; ++k) a[k] = ia[g.a.codes[m * K + k]].value;
-      for (std::size_t q = 0; q < kg; ++q) sa[q] = pow2_of(mx_a ? g.a.mx_scale[m * kg + q] : 127);
-      for (std::size_t j0 = 0; j0 < nc; j0 += kNb) {
-        const std::size_t nb = std::min(kNb, nc - j0);
-        std::array<float, kNb> psum{};  // PSUM starts at the accumulator input C0 (gemm.hpp)
-        for (std::size_t j = 0; j < nb; ++j) psum[j] = accumulator_input(g, m, n0 + j0 + j);
-        if (vector) {  // lanes past nb read stale columns of b and are dropped
-          columns(a.data(), sa.data(), &b[j0], &sb[j0], kNc, K, psum.data());
-        }
-        for (std::size_t k0 = 0; !vector && k0 < K; k0 += kInst) {
-          std::array<float, kNb> t{};
-          for (std::size_t p = 0; p < kParts && k0 + 4 * p < K; ++p) {
-            const std::size_t k = k0 + 4 * p, q = k / kGroup, len = std::min<std::size_t>(4, K - k);
-            for (std::size_t j = 0; j < nb; ++j) {
-              double s = 0.0;
-              for (std::size_t c = 0; c < len; ++c) s += a[k + c] * b[(k + c) * kNc + j0 + j];
-              t[j] = add_once(t[j], s * sa[q] * sb[q * kNc + j0 + j]);  // powers of two: exact
-            }
-          }
-          for (std::size_t j = 0; j < nb; ++j) psum[j] = psum[j] + t[j];  // PSUM: fp32(psum + t)
-        }
-        for (std::size_t j = 0; j < nb; ++j) {
-          const std::size_t n = n0 + j0 + j;
-          float d = psum[j];
-          if (c_in_epilogue(g)) d = d + g.c[m * N + n];
-          if (!g.bias.empty()) d = d + g.bias[n];
-          out[(m - m0) * N + n] = canonical(d);
-        }
-      }
+  const std::size_t K = g.k, N = g.n, R = kernel.rows, W = kernel.cols;
+  const std::size_t panels = (N + W - 1) / W, np = panels * W, rows = m1 - m0;
+  const std::size_t block = (kRowBlock + R - 1) / R * R;
+  const bool tiny = plan(g, o, false).tiny;
+  const Table va = values(g.a.format), vb = values(g.b.format), pow2 = e8m0_values();
+  // PSUM starts at the accumulator input C0 (gemm.hpp); padded rows and columns are dropped
+  std::vector<float> psum((rows + block) * np, 0.0f);
+  start_rows(g, m0, rows, out);
+  for (std::size_t r = 0; r < rows; ++r) std::copy_n(out + r * N, N, psum.data() + r * np);
+  std::vector<double> a(block * kTrn3Slots), b(panels * kTrn3Slots * W);
+  for (std::size_t k0 = 0; k0 < K; k0 += kTrn3Slots) {
+    const std::size_t left = K - k0;
+    const std::size_t parts = std::min(kTrn3Parts, o.model.layout == Trn3Layout::kWrapX ? left : (left + 3) / 4);
+    decode_b(g, o, k0, W, panels, vb, pow2, b.data());
+    for (std::size_t r0 = 0; r0 < rows; r0 += block) {
+      const std::size_t n_rows = std::min(block, rows - r0), rows_p = (n_rows + R - 1) / R * R;
+      decode_a(g, o, m0 + r0, n_rows, rows_p, k0, va, pow2, a.data());
+      for (std::size_t j = 0; j < panels; ++j)
+        kernel.run({.a = a.data(), .b = b.data() + j * kTrn3Slots * W, .rows = rows_p, .parts = parts,
+                    .psum = psum.data() + r0 * np + j * W, .ldp = np, .tiny = tiny});
     }
   }
+  for (std::size_t r = 0; r < rows; ++r) std::copy_n(psum.data() + r * np, N, out + r * N);
+  epilogue_rows(g, m0, rows, out);  // C as epilogue, bias, the canonical NaN
 }
 
 namespace {
 
-// Columns: the getter of an ISA's column kernel, or nullptr for the scalar loop.
-template <Trn3MxColumns (*Columns)()>
-void rows(const GemmArgs& g, const GemmOptions&, std::size_t m0, std::size_t m1, float* out) {
-  if constexpr (Columns == nullptr) trainium3_mx_rows_with(nullptr, g, m0, m1, out);
-  else trainium3_mx_rows_with(Columns(), g, m0, m1, out);
+template <Trn3MxKernel (*Kernel)()>
+void rows(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {
+  trainium3_mx_rows_with(Kernel(), g, o, m0, m1, out);
 }
 
 }  // namespace
 
 ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o) {
   const AccumulationModel& m = o.model;
-  if (m.kind != AccumKind::kTrainium3Mx || m.layout != Trn3Layout::k1x32 || !m.trn3.exact_partition_sum ||
-      !m.trn3.single_rounding_add || o.mx_dequantize_to_bf16 || block_scaled(g))
+  if (m.kind != AccumKind::kTrainium3Mx || !m.trn3.exact_partition_sum || !m.trn3.single_rounding_add ||
+      o.mx_dequantize_to_bf16 || block_scaled(g))
     return {};
   if (g.a.scaling != OperandScaling::kMx32 && g.a.scaling != OperandScaling::kNone) return {};
   if (g.b.scaling != OperandScaling::kMx32 && g.b.scaling != OperandScaling::kNone) return {};
-  int quantum = 0, top = 0;
-  if (!product_bounds(g.a.format, g.b.format, quantum, top)) return {};
-  // 4 products below 2^top, multiples of 2^quantum: exact in fp64 when 4 * 2^top <= 2^(53 + quantum)
-  if (top + 2 - quantum > 53) return {};
+  if (!plan(g, o, true).exact) return {};
   const Isa isa = active_isa();
-  if (isa == Isa::kAvx512 && trn3mx_columns_avx512() != nullptr) return {rows<trn3mx_columns_avx512>, "avx512"};
-  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && trn3mx_columns_avx2() != nullptr)
-    return {rows<trn3mx_columns_avx2>, "avx2"};
-  return {rows<nullptr>, "generic"};
+  if (isa == Isa::kAvx512 && trn3mx_kernel_avx512().run != nullptr) return {rows<trn3mx_kernel_avx512>, "avx512"};
+  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && trn3mx_kernel_avx2().run != nullptr)
+    return {rows<trn3mx_kernel_avx2>, "avx2"};
+  return {rows<trn3mx_kernel_generic>, "generic"};
 }
 
 }  // namespace fp8q::detail

@@ -32,10 +32,12 @@ void exact_block_rows_with(XbKernel kernel, const GemmArgs& g, const GemmOptions
                            float* out);
 void fused_rows_with(FuKernel kernel, const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1,
                      float* out);
-// trainium3_mx:1x32 (A1 and A2) on MX or plain operands whose 4-product sums are exact in fp64
-// (e4m3fn x e4m3fn, e5m2 x e4m3fn, fp6 and fp4; not e5m2 x e5m2).
+// trainium3_mx (wrapx or 1x32, A1 and A2) on MX or plain operands whose partitions' 4-product
+// sums are exact in fp64: bounded by the formats' ranges, or by the codes present, and by the
+// spread of the scales within a partition (wrapx).
 ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o);
-// Its rows with a given column kernel (nullptr: the scalar loop), as exact_block_rows_with.
-void trainium3_mx_rows_with(Trn3MxColumns columns, const GemmArgs& g, std::size_t m0, std::size_t m1, float* out);
+// Its rows with a given micro-kernel, as exact_block_rows_with.
+void trainium3_mx_rows_with(Trn3MxKernel kernel, const GemmArgs& g, const GemmOptions& o, std::size_t m0,
+                            std::size_t m1, float* out);
 
 }  // namespace fp8q::detail

@@ -192,6 +192,23 @@ struct OpsTrn3Lanes8 {
   static D add(D a, D b) { return lanewise<D>([&](std::size_t i) { return a.x[i] + b.x[i]; }); }
   static D sub(D a, D b) { return lanewise<D>([&](std::size_t i) { return a.x[i] - b.x[i]; }); }
   static D mul(D a, D b) { return lanewise<D>([&](std::size_t i) { return a.x[i] * b.x[i]; }); }
+  static D fma(D x, D y, D s) { return lanewise<D>([&](std::size_t i) { return std::fma(x.x[i], y.x[i], s.x[i]); }); }
+  static M m_or(M a, M b) { return static_cast<M>(a | b); }
+  static bool any(M m) { return m != 0; }
+  static M inexact(D x, D t, D s) {
+    return mask_of([&](unsigned i) {
+      const double a = x.x[i] - t.x[i], b = x.x[i] - s.x[i];
+      return (a < s.x[i] || a > s.x[i]) || (b < t.x[i] || b > t.x[i]);
+    });
+  }
+  static M midpoint(D x) {
+    const U u = recast<U>(x);
+    return mask_of([&](unsigned i) { return (u.x[i] & 0x1FFFFFFFull) == 0x10000000ull; });
+  }
+  static M below_normal(D x) {
+    const U u = recast<U>(x);
+    return mask_of([&](unsigned i) { return (u.x[i] & 0x7FFFFFFFFFFFFFFFull) - 1 < 0x380FFFFFFFFFFFFFull; });
+  }
   static M finite(D r) {
     const U u = recast<U>(r);
     return mask_of([&](unsigned i) { return (u.x[i] & 0x7FF0000000000000ull) != 0x7FF0000000000000ull; });

@@ -1,13 +1,10 @@
-// The trainium3_mx:1x32 column kernel (isa/trn3mx_kernel.hpp) on AVX-512F: 8 fp64 lanes per zmm
-// register, masks in k registers, 32 columns in one pass. -ffp-contract=off keeps each product
-// and sum a separate rounding (exact here in any case).
+// The trainium3_mx micro-kernel (isa/trn3mx_kernel.hpp) on AVX-512F: 8 fp64 lanes per zmm
+// register, masks in k registers; 4 rows x 16 columns per register tile (8 rounding chains).
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
-#include "fp8q/numerics/accumulation.hpp"
 #include "fp8q/numerics/isa.hpp"
 #include "isa/trn3mx.hpp"
 
@@ -19,28 +16,43 @@ struct OpsTrn3Avx512 {
   using D = __m512d;
   using M = __mmask8;
   using P = __m256;
+  static __m512i bits(D x) { return _mm512_castpd_si512(x); }
   static D zero() { return _mm512_setzero_pd(); }
   static D set1(double x) { return _mm512_set1_pd(x); }
   static D load(const double* p) { return _mm512_loadu_pd(p); }
   static D add(D a, D b) { return _mm512_add_pd(a, b); }
   static D sub(D a, D b) { return _mm512_sub_pd(a, b); }
   static D mul(D a, D b) { return _mm512_mul_pd(a, b); }
+  static D fma(D x, D y, D s) { return _mm512_fmadd_pd(x, y, s); }
   static M finite(D r) {
     const __m512i exponent = _mm512_set1_epi64(0x7FF0000000000000);
-    return _mm512_cmp_epi64_mask(_mm512_and_si512(_mm512_castpd_si512(r), exponent), exponent, _MM_CMPINT_NE);
+    return _mm512_cmp_epi64_mask(_mm512_and_si512(bits(r), exponent), exponent, _MM_CMPINT_NE);
   }
   static M nonzero(D e) { return _mm512_cmp_pd_mask(e, zero(), _CMP_NEQ_UQ); }
-  static M even(D r) { return _mm512_testn_epi64_mask(_mm512_castpd_si512(r), _mm512_set1_epi64(1)); }
+  static M even(D r) { return _mm512_testn_epi64_mask(bits(r), _mm512_set1_epi64(1)); }
   static M differ(D e, D r) {
     return static_cast<M>(_mm512_cmp_pd_mask(e, zero(), _CMP_GT_OQ) ^ _mm512_cmp_pd_mask(r, zero(), _CMP_GT_OQ));
   }
   static M m_and(M a, M b) { return static_cast<M>(a & b); }
   static M m_andnot(M a, M b) { return static_cast<M>(~a & b); }
+  static M m_or(M a, M b) { return static_cast<M>(a | b); }
+  static bool any(M m) { return m != 0; }
+  static M inexact(D x, D t, D s) {
+    return static_cast<M>(_mm512_cmp_pd_mask(sub(x, t), s, _CMP_NEQ_OQ) | _mm512_cmp_pd_mask(sub(x, s), t, _CMP_NEQ_OQ));
+  }
+  static M midpoint(D x) {
+    const __m512i low = _mm512_and_si512(bits(x), _mm512_set1_epi64(0x1FFFFFFF));
+    return _mm512_cmpeq_epi64_mask(low, _mm512_set1_epi64(0x10000000));
+  }
+  static M below_normal(D x) {  // |x|'s pattern - 1 < 2^-126's pattern - 1, unsigned
+    const __m512i abs = _mm512_and_si512(bits(x), _mm512_set1_epi64(0x7FFFFFFFFFFFFFFF));
+    return _mm512_cmp_epu64_mask(_mm512_sub_epi64(abs, _mm512_set1_epi64(1)),
+                                 _mm512_set1_epi64(0x380FFFFFFFFFFFFF), _MM_CMPINT_LT);
+  }
   static D step(D r, M up, M down) {
     const __m512i one = _mm512_set1_epi64(1);
-    __m512i bits = _mm512_castpd_si512(r);
-    bits = _mm512_mask_add_epi64(bits, up, bits, one);
-    return _mm512_castsi512_pd(_mm512_mask_sub_epi64(bits, down, bits, one));
+    __m512i b = _mm512_mask_add_epi64(bits(r), up, bits(r), one);
+    return _mm512_castsi512_pd(_mm512_mask_sub_epi64(b, down, b, one));
   }
   // the zero-masked forms: the same conversions, without GCC 12's uninitialised-operand warning
   static D round_f32(D x) { return _mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_cvtpd_ps(0xFF, x)); }
@@ -51,7 +63,7 @@ struct OpsTrn3Avx512 {
 }  // namespace
 
 namespace fp8q::detail {
-Trn3MxColumns trn3mx_columns_avx512() {
-  return isa_supported(Isa::kAvx512) ? &Trn3MxKernelT<OpsTrn3Avx512, 4>::columns : nullptr;
+Trn3MxKernel trn3mx_kernel_avx512() {
+  return isa_supported(Isa::kAvx512) ? Trn3MxKernelT<OpsTrn3Avx512, 4, 2>::kernel() : Trn3MxKernel{};
 }
 }  // namespace fp8q::detail

@@ -1,71 +1,97 @@
-// Internal: the trainium3_mx:1x32 column kernel (isa/trn3mx.hpp) written once over the fp64-lane
+// Internal: the trainium3_mx micro-kernel (isa/trn3mx.hpp) written once over the fp64-lane
 // operations of an ISA, Ops:
 //   kLanes          fp64 lanes per vector D; P holds kLanes fp32 (PSUM lanes), M a lane mask
-//   zero, set1, load (unaligned), add, sub, mul      IEEE fp64, one rounding each (no FMA)
+//   zero, set1, load (unaligned), add, sub, mul      IEEE fp64, one rounding each
+//   fma(x, y, s)    x * y + s; used only where the result is exact, so fused or not is the same
 //   finite(r)       r's exponent field not all ones
-//   nonzero(e)      e != 0, true where unordered (vcmppd _CMP_NEQ_UQ)
+//   nonzero(e)      e != 0, true where unordered
 //   even(r)         r's last pattern bit is 0
 //   differ(e, r)    (e > 0) != (r > 0), ordered compares
-//   m_and(a, b), m_andnot(a, b) = ~a & b
+//   m_and(a, b), m_andnot(a, b) = ~a & b, m_or(a, b), any(m)
+//   inexact(x, t, s)  x - t != s or x - s != t (ordered): for x = fp64(t + s), whether the sum
+//                   was rounded (the difference with the larger of t, s is exact: Fast2Sum)
+//   midpoint(x)     x's pattern & 0x1FFFFFFF == 0x10000000 (an fp32 tie)
+//   below_normal(x) 0 < |x| < 2^-126, compared on the pattern
 //   step(r, up, down)  r's pattern + 1 in the lanes of up, - 1 in those of down
 //   round_f32(x)    fp64(fp32(x)), nearest-even
 //   p_load, p_store, p_add(psum, t) = fp32(psum + fp32(t))
-// Each lane runs the scalar loop's operations in its order, so every lane width gives its bits.
+// Each lane runs the same operations in the same order, so every lane width gives its bits.
 // Included inside an anonymous namespace by each ISA's translation unit and by the test.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 
-#include "fp8q/numerics/accumulation.hpp"
 #include "isa/trn3mx.hpp"
 
-template <class O, int kV>
+// kR rows x kV vectors of outputs per register tile: kR * kV independent rounding chains hide
+// one chain's latency, and each B load serves kR rows.
+template <class O, int kR, int kV>
 struct Trn3MxKernelT {
   using D = typename O::D;
-  static constexpr std::size_t kInst = fp8q::kTrn3MxInstructionK, kParts = kInst / 4, kGroup = fp8q::kMxGroup;
-  static constexpr std::size_t kCols = kV * O::kLanes;  // columns per pass
-  static_assert(fp8q::detail::kTrn3Lanes % kCols == 0);
+  using M = typename O::M;
+  static constexpr std::size_t kSlots = fp8q::detail::kTrn3Slots, kCols = kV * O::kLanes;
 
   // fp32 of the exact t + s per lane (t holds fp32 values): a two-sum r + e, r rounded to odd at
   // 53 bits (one ulp toward e where e != 0 and r's last bit is even), then to fp32.
   static D add_once(D t, D s) {
     const D r = O::add(t, s), bv = O::sub(r, t);
     const D e = O::add(O::sub(t, O::sub(r, bv)), O::sub(s, bv));
-    const auto adjust = O::m_and(O::finite(r), O::m_and(O::nonzero(e), O::even(r)));
-    const auto differ = O::differ(e, r);  // toward e: up in magnitude where e and r agree in sign
+    const M adjust = O::m_and(O::finite(r), O::m_and(O::nonzero(e), O::even(r)));
+    const M differ = O::differ(e, r);  // toward e: up in magnitude where e and r agree in sign
     return O::round_f32(O::step(r, O::m_andnot(differ, adjust), O::m_and(differ, adjust)));
   }
 
-  // kCols columns: kV independent rounding chains, so one chain's add_once latency is hidden by
-  // the others'.
-  static void pass(const double* a, const double* sa, const double* b, const double* sb, std::size_t ldb, std::size_t K,
-                   float* psum_io) {
-    typename O::P psum[kV];
-    for (int v = 0; v < kV; ++v) psum[v] = O::p_load(psum_io + O::kLanes * v);
-    for (std::size_t k0 = 0; k0 < K; k0 += kInst) {
-      D t[kV];
-      for (int v = 0; v < kV; ++v) t[v] = O::zero();
-      for (std::size_t p = 0; p < kParts && k0 + 4 * p < K; ++p) {
-        const std::size_t k = k0 + 4 * p, q = k / kGroup, len = std::min<std::size_t>(4, K - k);
-        D s[kV];
-        for (int v = 0; v < kV; ++v) s[v] = O::zero();
-        for (std::size_t c = 0; c < len; ++c) {
-          const D x = O::set1(a[k + c]);
-          for (int v = 0; v < kV; ++v) s[v] = O::add(s[v], O::mul(x, O::load(b + (k + c) * ldb + O::kLanes * v)));
+  template <bool kTiny>
+  static void tile_rows(const double* a, const double* b, std::size_t parts, float* psum, std::size_t ldp) {
+    D t[kR][kV];
+    for (int r = 0; r < kR; ++r)
+      for (int v = 0; v < kV; ++v) t[r][v] = O::zero();
+    for (std::size_t p = 0; p < parts; ++p) {
+      D s[kR][kV];
+      for (int c = 0; c < 4; ++c) {
+        const std::size_t i = 4 * p + static_cast<std::size_t>(c);
+        D y[kV];
+        for (int v = 0; v < kV; ++v) y[v] = O::load(b + i * kCols + O::kLanes * v);
+        for (int r = 0; r < kR; ++r) {
+          const D x = O::set1(a[r * kSlots + i]);
+          for (int v = 0; v < kV; ++v) s[r][v] = c == 0 ? O::mul(x, y[v]) : O::fma(x, y[v], s[r][v]);
         }
-        const D scale = O::set1(sa[q]);
-        for (int v = 0; v < kV; ++v)
-          t[v] = add_once(t[v], O::mul(O::mul(s[v], scale), O::load(sb + q * ldb + O::kLanes * v)));
       }
-      for (int v = 0; v < kV; ++v) psum[v] = O::p_add(psum[v], t[v]);  // PSUM: fp32(psum + t)
+      // suspect: x = fp64(t + s) is inexact and on an fp32 rounding boundary (a tie; with tiny
+      // sums, anything below fp32's normal range)
+      D x[kR][kV];
+      M suspect{};
+      for (int r = 0; r < kR; ++r)
+        for (int v = 0; v < kV; ++v) {
+          x[r][v] = O::add(t[r][v], s[r][v]);
+          M edge = O::midpoint(x[r][v]);
+          if constexpr (kTiny) edge = O::m_or(edge, O::below_normal(x[r][v]));
+          const M lane = O::m_and(edge, O::inexact(x[r][v], t[r][v], s[r][v]));
+          suspect = r + v == 0 ? lane : O::m_or(suspect, lane);
+        }
+      if (O::any(suspect)) {
+        for (int r = 0; r < kR; ++r)
+          for (int v = 0; v < kV; ++v) t[r][v] = add_once(t[r][v], s[r][v]);
+      } else {
+        for (int r = 0; r < kR; ++r)
+          for (int v = 0; v < kV; ++v) t[r][v] = O::round_f32(x[r][v]);
+      }
     }
-    for (int v = 0; v < kV; ++v) O::p_store(psum_io + O::kLanes * v, psum[v]);
+    for (int r = 0; r < kR; ++r)
+      for (int v = 0; v < kV; ++v) {
+        float* q = psum + static_cast<std::size_t>(r) * ldp + O::kLanes * v;
+        O::p_store(q, O::p_add(O::p_load(q), t[r][v]));  // PSUM: fp32(psum + t)
+      }
   }
 
-  // The Trn3MxColumns signature: kTrn3Lanes columns in passes of kCols.
-  static void columns(const double* a, const double* sa, const double* b, const double* sb, std::size_t ldb,
-                      std::size_t K, float* psum_io) {
-    for (std::size_t j = 0; j < fp8q::detail::kTrn3Lanes; j += kCols) pass(a, sa, b + j, sb + j, ldb, K, psum_io + j);
+  static void run(const fp8q::detail::Trn3MxTile& w) {
+    for (std::size_t r = 0; r < w.rows; r += kR) {
+      const double* a = w.a + r * kSlots;
+      float* psum = w.psum + r * w.ldp;
+      if (w.tiny) tile_rows<true>(a, w.b, w.parts, psum, w.ldp);
+      else tile_rows<false>(a, w.b, w.parts, psum, w.ldp);
+    }
   }
+
+  static fp8q::detail::Trn3MxKernel kernel() { return {&run, static_cast<std::size_t>(kR), kCols}; }
 };
