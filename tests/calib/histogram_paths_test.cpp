@@ -21,6 +21,7 @@
 
 #include "fp8q/calib/histogram.hpp"
 #include "histogram_data.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q::calib {
 namespace {
@@ -134,7 +135,7 @@ void check_every_path(const char* kind, const std::vector<T>& x, const std::vect
       const Expected e = define(bits, bins, tail);
       for (Isa isa : compiled_isas())
         for (std::size_t c = 0; c < cuts_all.size(); ++c)
-          for (int threads : {1, 3}) {
+          for (int threads : fp8q::test::kThreadCounts) {
             HistogramObserver h({bins, tail, isa});
             observe_chunks(h, x, cuts_all[c], threads);
             expect_state(h, e, std::string(kind) + " n " + std::to_string(x.size()) + " bins " + std::to_string(bins) +

@@ -26,6 +26,7 @@
 #include "pipeline/error_kernels.hpp"
 
 #include "hostile_fp_env.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q::checkpoint {
 namespace {
@@ -435,7 +436,7 @@ TEST(Scan, FirstNonfiniteIsTheFirstIndexOnEveryPath) {
         if (at + 5 < n) bits[at + 5] = nan;  // a later one does not matter
         const auto bytes = store(bits, d);
         const std::optional<std::uint64_t> want = at < n ? std::optional<std::uint64_t>(at) : std::nullopt;
-        for (int t : {1, 3}) {
+        for (int t : test::kThreadCounts) {
           EXPECT_EQ(detail::first_nonfinite_isa(bytes, d, t, Isa::kGeneric), want) << n << " " << at;
           if (avx2) EXPECT_EQ(detail::first_nonfinite_isa(bytes, d, t, Isa::kAvx2), want) << n << " " << at;
         }

@@ -3,10 +3,13 @@
 // no OUT_DIR, no staging directory, the input unchanged.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "fp8q/checkpoint/stop.hpp"
 #include "quantize_test_util.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q::checkpoint {
 namespace {
@@ -220,7 +223,7 @@ TEST(HostileOptions, FirstBadWeightIsReportedWhateverTheOverlap) {
   testing::write_model_file(dir / "in.safetensors", model);
   const auto before = dir.entries();
   for (bool measure : {true, false})
-    for (int threads : {1, 2, 3, 4}) {
+    for (int threads : test::kThreadCounts) {
       QuantizeCheckpointOptions o;
       o.layout = "ct-fp8";
       o.measure = measure;
@@ -250,6 +253,42 @@ TEST(HostileOptions, AStopRequestLeavesNoOutput) {
   EXPECT_EQ(dir.entries(), before);
   quantize_checkpoint(dir / "in.safetensors", dir / "out", o);
   EXPECT_TRUE(std::filesystem::exists(dir / "out" / "model.safetensors"));
+}
+
+// A stop request from another thread while the pipeline runs on 2+ threads (write-behind in
+// flight): the run either finishes or throws Stopped, and OUT_DIR is then complete or absent.
+// Under ThreadSanitizer (scripts/sanitize.sh thread) this is the stop request's race check.
+TEST(HostileOptions, AStopRequestFromAnotherThreadLeavesCompleteOrNoOutput) {
+  ScratchDir dir;
+  testing::write_model_file(dir / "in.safetensors", testing::small_model());
+  const auto before = dir.entries();
+  int stopped = 0;
+  for (int threads : test::kThreadCounts)
+    for (int delay_us : {0, 200, 2000}) {
+      QuantizeCheckpointOptions o;
+      o.layout = "ct-fp8";
+      o.layout_options.threads = threads;
+      std::thread stopper([delay_us] {
+        std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+        request_stop(15);
+      });
+      bool finished = false;
+      try {
+        quantize_checkpoint(dir / "in.safetensors", dir / "out", o);
+        finished = true;
+      } catch (const Stopped& e) {
+        EXPECT_EQ(e.signal(), 15);
+        ++stopped;
+      }
+      stopper.join();
+      clear_stop();
+      if (finished) {
+        EXPECT_TRUE(std::filesystem::exists(dir / "out" / "model.safetensors")) << threads << " threads";
+        std::filesystem::remove_all(dir / "out");
+      }
+      EXPECT_EQ(dir.entries(), before) << threads << " threads, stop after " << delay_us << " us";
+    }
+  RecordProperty("stopped_runs", stopped);  // how many of the 12 the request reached in time
 }
 
 // "." names an existing directory (the current one), which cannot be renamed over: refused

@@ -11,6 +11,7 @@
 
 #include "pipeline/write_behind.hpp"
 #include "safetensors_test_util.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q::checkpoint {
 namespace {
@@ -108,7 +109,7 @@ TEST(WriteJob, SameFileForEveryThreadCountAndEveryChunkOnce) {
     w.commit();
   }
   const auto want = testing::read_raw(dir / "inline.safetensors");
-  for (int threads : {1, 2, 3, 8}) {
+  for (int threads : test::kThreadCounts) {
     for (std::size_t chunks : {std::size_t{0}, std::size_t{1}, std::size_t{997}}) {
       const std::string what = "threads " + std::to_string(threads) + " chunks " + std::to_string(chunks);
       const auto path = dir / ("alongside_" + std::to_string(threads) + "_" + std::to_string(chunks) + ".safetensors");

@@ -16,6 +16,7 @@
 #include "fp8q/numerics/isa.hpp"
 #include "gemm_fixture.hpp"
 #include "gemm_model_cases.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q {
 namespace {
@@ -54,7 +55,7 @@ void expect_same(const Problem& p, const M& model, std::string_view path) {
   const std::string what = describe(p, model);
   std::vector<float> ref(p.m * p.n), fast(p.m * p.n);
   gemm_reference(g, {.model = model, .threads = 2}, std::span<float>(ref));
-  for (int threads : {1, 2, 3, 4}) {
+  for (int threads : test::kThreadCounts) {
     std::fill(fast.begin(), fast.end(), -1.0f);
     gemm(g, {.model = model, .threads = threads}, std::span<float>(fast));
     for (std::size_t i = 0; i < ref.size(); ++i)

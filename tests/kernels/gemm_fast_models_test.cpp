@@ -17,6 +17,7 @@
 #include "gemm_fixture.hpp"
 #include "gemm_model_cases.hpp"
 #include "hostile_fp_env.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q {
 namespace {
@@ -51,7 +52,7 @@ void expect_same(const Problem& p, const M& model, bool expect_fast = true, std:
   const GemmArgs g = p.args();
   std::vector<float> ref(p.m * p.n), fast(p.m * p.n);
   gemm_reference(g, {.model = model, .threads = 2}, std::span<float>(ref));
-  for (int threads : {1, 2, 3, 4}) {
+  for (int threads : test::kThreadCounts) {
     const GemmOptions o{.model = model, .threads = threads};
     std::fill(fast.begin(), fast.end(), -1.0f);
     gemm(g, o, std::span<float>(fast));

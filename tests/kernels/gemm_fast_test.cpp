@@ -11,6 +11,7 @@
 #include "fp8q/numerics/isa.hpp"
 #include "gemm_fixture.hpp"
 #include "hostile_fp_env.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q {
 namespace {
@@ -32,7 +33,7 @@ void expect_same(const Problem& p, const GemmOptions& o, const std::string& what
   GemmOptions ro = o;
   ro.threads = 2;
   gemm_reference(g, ro, std::span<float>(ref));
-  for (int threads : {1, 2, 3, 4}) {
+  for (int threads : test::kThreadCounts) {
     GemmOptions fo = o;
     fo.threads = threads;
     std::fill(fast.begin(), fast.end(), -1.0f);

@@ -11,6 +11,7 @@
 #include "fp8q/kernels/gemm.hpp"
 #include "fp8q/kernels/trainium.hpp"
 #include "gemm_fixture.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q {
 namespace {
@@ -39,7 +40,7 @@ void expect_tiled_equals_reference(const Problem& p, const GemmOptions& o) {
   const std::string what = describe(p, o);
   std::vector<float> ref(p.m * p.n), tiled(p.m * p.n);
   gemm_reference(g, o, std::span<float>(ref));
-  for (int threads : {1, 3}) {
+  for (int threads : test::kThreadCounts) {
     GemmOptions t = o;
     t.threads = threads;
     std::fill(tiled.begin(), tiled.end(), -7.0f);

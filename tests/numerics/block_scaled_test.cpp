@@ -17,6 +17,7 @@
 #include "oracle.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "on_isa.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q {
 namespace {
@@ -120,7 +121,7 @@ TEST_P(BlockScaledOnIsa, NanErrorNamesTheFirstElementUnderNarrowBlocks) {
   x[66 * 130] = NAN;         // in the second band of rows
   std::vector<float> scales(g.grid_size(), 2.0f);
   std::vector<std::uint8_t> out(x.size());
-  for (int threads : {1, 2}) {
+  for (int threads : test::kThreadCounts) {
     try {
       convert_block_scaled(std::as_bytes(std::span(x)), kF32, out, kE2M1, g, scales, {}, {threads, GetParam()});
       FAIL() << "expected NanError";
@@ -286,7 +287,7 @@ TEST_P(BlockScaledOnIsa, LargeMxOutputsEqualThePerBlockReference) {
   for (const Format* from : {&kF32, &kBF16, &kF16}) {
     const auto in = random_matrix(*from, rows * cols, 99, true);
     for (Rounding r : {Rounding::kNearestAway, Rounding::kStochastic})
-      for (int threads : {1, 2}) {
+      for (int threads : test::kThreadCounts) {
         ConvertOptions o;
         o.rounding = r;
         std::vector<std::uint8_t> got(rows * cols), got_scales(rows * cols / 32);

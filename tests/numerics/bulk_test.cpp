@@ -18,6 +18,7 @@
 #include "fp8q/numerics/convert.hpp"
 #include "on_isa.hpp"
 #include "oracle.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q {
 namespace {
@@ -195,7 +196,7 @@ TEST_P(BulkOnIsa, LargeBf16OutputsEqualScalar) {
   for (std::size_t shift : {0, 1, 31}) {
     const auto in = std::as_bytes(std::span(v)).subspan(2 * shift);
     for (const Format* to : {&kE4M3FN, &kE5M2FNUZ})
-      for (int threads : {1, 2}) {
+      for (int threads : test::kThreadCounts) {
         ConvertOptions o;
         o.scale = 4.0f;
         o.nan = NanPolicy::kZero;
@@ -275,7 +276,7 @@ TEST_P(BulkOnIsa, WideningDecodeIsExactUnderEveryPolicy) {
       const auto want = widened_codes(from, *to);
       for (Rounding r : test::kAllRoundings)
         for (Overflow ov : test::kAllOverflows)
-          for (int threads : {1, 2}) {
+          for (int threads : test::kThreadCounts) {
             ConvertOptions o;
             o.rounding = r;
             o.overflow = ov;

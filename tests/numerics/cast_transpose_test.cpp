@@ -22,6 +22,7 @@
 #include "format_types.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "on_isa.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q {
 namespace {
@@ -220,7 +221,7 @@ TEST_P(CastTransposeOnIsa, NanErrorNamesFirstInIndexOrder) {
   x[5 * cols + 4097] = NAN;
   x[590 * cols + 3] = NAN;  // a later band, perhaps another thread
   std::vector<std::uint8_t> q(x.size()), qt(x.size());
-  for (int threads : {1, 2, 3}) {
+  for (int threads : test::kThreadCounts) {
     try {
       cast_transpose(std::as_bytes(std::span(x)), kF32, rows, cols, q, qt, kE2M1, {}, {threads, GetParam()});
       FAIL() << "no NanError with " << threads << " threads";

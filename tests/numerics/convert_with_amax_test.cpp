@@ -14,6 +14,7 @@
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "on_isa.hpp"
+#include "thread_counts.hpp"
 
 namespace fp8q {
 namespace {
@@ -75,7 +76,7 @@ TEST_P(ConvertWithAmaxOnIsa, EveryLengthAroundThePiecesAndThreadCount) {
   for (const Format* from : {&kF32, &kBF16, &kF16})
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{33}, kAmaxPiece - 1, kAmaxPiece,
                           kAmaxPiece + 1, 3 * kAmaxPiece + 77})
-      for (int threads : {1, 2, 3}) {
+      for (int threads : test::kThreadCounts) {
         const auto in = random_input(*from, n, static_cast<std::uint32_t>(n * 7 + threads));
         check(in, *from, kE4M3FN, o, threads,
               std::string(from->name) + " n=" + std::to_string(n) + " threads=" + std::to_string(threads));
@@ -132,7 +133,7 @@ TEST_P(ConvertWithAmaxOnIsa, NanIntoAFormatWithoutNanNamesTheFirstIndexAsConvert
   put(in, kBF16, kAmaxPiece + 3, kBF16.canonical_nan());
   put(in, kBF16, 2 * kAmaxPiece + 9, kBF16.canonical_nan());
   std::vector<std::byte> out(3 * kAmaxPiece);
-  for (int threads : {1, 2, 3}) {
+  for (int threads : test::kThreadCounts) {
     try {
       convert_with_amax(in, kBF16, out, kE2M1, {}, {threads, GetParam()});
       ADD_FAILURE() << threads << " threads: no NanError";

@@ -1,5 +1,10 @@
 // quantize_checkpoint(): the streaming pipeline of pipeline.hpp, step by step.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -9,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <system_error>
 
 #include "fp8q/calib/calibrate.hpp"
 #include "fp8q/checkpoint/pipeline.hpp"
@@ -117,10 +123,59 @@ struct Item {
   std::uint64_t out_bytes = 0;
 };
 
-}  // namespace
+// Copies one of IN's other files into the staging directory, with its permissions. Not
+// fs::copy_file: libstdc++ 12 makes one sendfile(2) call and reports a short count as EIO, so
+// a disk that filled part way was "Input/output error", never ENOSPC.
+void copy_extra_file(const fs::path& from, const fs::path& to) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (in < 0 || ::fstat(in, &st) != 0) {
+    const int err = errno;
+    if (in >= 0) ::close(in);
+    throw std::system_error(err, std::generic_category(), "reading " + from.string());
+  }
+  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int err = out < 0 ? errno : 0;
+  bool reading = false;  // whether `err` is the input's
+  std::vector<char> buf(std::size_t{1} << 20);
+  for (ssize_t got = 1; err == 0 && got != 0;) {
+    got = ::read(in, buf.data(), buf.size());
+    if (got < 0) {
+      if (errno != EINTR) err = errno, reading = true;
+      continue;
+    }
+    for (ssize_t done = 0; err == 0 && done < got;) {
+      const ssize_t w = ::write(out, buf.data() + done, static_cast<std::size_t>(got - done));
+      if (w < 0) {
+        if (errno != EINTR) err = errno;
+        continue;
+      }
+      done += w;
+    }
+  }
+  if (err == 0 && ::fchmod(out, st.st_mode & 07777) != 0) err = errno;
+  ::close(in);
+  if (out >= 0 && ::close(out) != 0 && err == 0) err = errno;
+  if (err != 0)
+    throw std::system_error(err, std::generic_category(), reading ? "reading " + from.string() : "writing " + to.string());
+}
 
-QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, const QuantizeCheckpointOptions& opt,
-                                   const ProgressFn& progress) {
+// An error while OUT_DIR is built (a write, a copy, the commit: ENOSPC, EIO, EFBIG) names a
+// file of the staging directory, which is gone once the error has unwound: the message leads
+// with OUT_DIR, the name the caller gave; the error code is kept.
+class OutputError : public std::system_error {
+ public:
+  OutputError(const fs::path& out_dir, const std::system_error& e)
+      : std::system_error(e.code()), what_("output directory " + out_dir.string() + ": " + e.what()) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+
+// quantize_checkpoint() less OutputError; sets `building` to OUT_DIR as its staging begins.
+QuantizeResult quantize_into(const fs::path& in, const fs::path& out_arg, const QuantizeCheckpointOptions& opt,
+                             const ProgressFn& progress, fs::path& building) {
   const auto start = std::chrono::steady_clock::now();
   // "out/q1/" names the directory out/q1: without the trailing separators its parent (where
   // the staging directory goes) is out, not out/q1 itself
@@ -264,6 +319,7 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
   }
 
   // ---- stream ----
+  building = out_dir;
   pipeline::StagingDir staging(out_dir);
   QuantizeResult result;
   Progress prog;
@@ -439,7 +495,7 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
     }
     std::sort(extra.begin(), extra.end());
     for (const auto& p : extra) {
-      fs::copy_file(p, staging.path() / p.filename());
+      copy_extra_file(p, staging.path() / p.filename());
       result.summary.files.push_back(p.filename().string());
     }
   }
@@ -447,6 +503,19 @@ QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, 
   staging.commit();
   result.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+}  // namespace
+
+QuantizeResult quantize_checkpoint(const fs::path& in, const fs::path& out_arg, const QuantizeCheckpointOptions& opt,
+                                   const ProgressFn& progress) {
+  fs::path building;  // empty until the staging directory is being made
+  try {
+    return quantize_into(in, out_arg, opt, progress, building);
+  } catch (const std::system_error& e) {
+    if (building.empty()) throw;
+    throw OutputError(building, e);
+  }
 }
 
 }  // namespace fp8q::checkpoint
