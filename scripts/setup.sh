@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++                  # toolchain
+  cmake ninja-build g++ ccache           # toolchain; ccache: scripts/ccache.sh
   python3 python3-venv python3-dev       # tests/independent, examples/, the Python environment
   libgtest-dev                           # tests
   libxsimd-dev                           # the portable SIMD layer (numerics/src/isa/ops_xsimd.hpp)

@@ -7,6 +7,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FP8Q_AARCH64_BUILD_DIR:-$root/build-aarch64}"
+source "$root/scripts/ccache.sh"
 toolchain="$root/cmake/aarch64-linux-gnu.cmake"
 jobs="$(nproc)"
 

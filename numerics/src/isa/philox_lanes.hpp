@@ -31,11 +31,15 @@ struct PhiloxLanes {
     // carry into the high word where the low word wrapped: c0 <u lo_base
     const V wrapped = Ops::gt(Ops::bxor(lo_base, sign), Ops::bxor(c0, sign));
     V c1 = Ops::sub(Ops::set1(static_cast<std::int32_t>(n >> 32)), wrapped);  // mask is -1
-    V c2 = zero, c3 = zero;
     const V m0 = Ops::set1(static_cast<std::int32_t>(fp8q::kPhiloxM0));
     const V m1 = Ops::set1(static_cast<std::int32_t>(fp8q::kPhiloxM1));
-    for (int round = 0; round < 10; ++round) {
-      V hi0, lo0, hi1, lo1;
+    // round 0 on (c0, c1, 0, 0): M1 * c2 = 0, so only M0 * c0 is formed
+    V hi0, lo0, hi1, lo1;
+    Ops::mulhilo(m0, c0, hi0, lo0);
+    c0 = Ops::bxor(c1, k.key0[0]);
+    c1 = zero;
+    V c2 = Ops::bxor(hi0, k.key1[0]), c3 = lo0;
+    for (int round = 1; round < 9; ++round) {
       Ops::mulhilo(m0, c0, hi0, lo0);
       Ops::mulhilo(m1, c2, hi1, lo1);
       c0 = Ops::bxor(Ops::bxor(hi1, c1), k.key0[round]);
@@ -43,6 +47,8 @@ struct PhiloxLanes {
       c2 = Ops::bxor(Ops::bxor(hi0, c3), k.key1[round]);
       c3 = lo0;
     }
-    return c0;
+    // round 9: word 0 alone, hi(M1 * c2) ^ c1 ^ key0
+    Ops::mulhilo(m1, c2, hi1, lo1);
+    return Ops::bxor(Ops::bxor(hi1, c1), k.key0[9]);
   }
 };
