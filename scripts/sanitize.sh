@@ -42,7 +42,7 @@ fp8q_checkpoint_index_mutation_tests fp8q_checkpoint_internal_tests fp8q_testing
       # the GEMM models share one threaded driver (kernels/src/fast_gemm.cpp): two of them here
       default_tests="fp8q_numerics_tests:*ThreadCount*:*NanError* \
 fp8q_quant_tests:*ThreadCount*:CurrentScaling.*:BlockScaling.*:MxScaling.* fp8q_calib_tests:*ThreadCount*:Calibrate.* \
-fp8q_kernels_tests:GemmFast.* fp8q_kernels_models_tests:*Trainium3Mx*:*FusedModels* fp8q_trainium_tests:*Gemm* \
+fp8q_kernels_tests:GemmFast.* fp8q_kernels_models_tests:*Trainium3Mx*:*FusedModels* fp8q_trainium_tests:TrainiumGemm.NcMatmulEqualsSystolicReference:TrainiumGemm.NcMatmulMx1x32EqualsTrainium3Model \
 fp8q_checkpoint_pipeline_tests:HostileOptions.* fp8q_checkpoint_internal_tests:JobInFlight.*:WriteJob.*:Scan.*"
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4"
       ;;
