@@ -9,7 +9,7 @@
 #
 # Run by scripts/test.sh (so by CI). FP8Q_SANITIZE_TESTS replaces the list of test programs
 # (CTest executables, each optionally `program:gtest-filter`), FP8Q_SANITIZE_BUILD_DIR the build
-# directory; the subsets and their cost are in docs/performance.md, "Sanitizers".
+# directory; the subsets and their cost are in docs/performance.md, "Sanitizers and the CI budget".
 set -euo pipefail
 
 main() {

@@ -68,7 +68,7 @@ inline NarrowFn narrow_kernel(Isa isa, Source s, Rounding r) {
 
 // nullptr: no SIMD MX kernel for this ISA (the caller runs the scalar reference). bf16 under
 // nearest-even runs the AVX2 text on AVX-512 CPUs too: its 16-bit kernel (a 32-element block
-// per group of four 8-lane vectors) has no 16-lane form (docs/performance.md, "MX casts").
+// per group of four 8-lane vectors) has no 16-lane form (docs/performance.md, "Trainium3's MXFP8 path").
 inline MxFn mx_kernel(Isa isa, Source s, Rounding r) {
   if (isa == Isa::kAvx512 && s == Source::kBF16 && r == Rounding::kNearestEven)
     if (MxFn avx2 = mx_kernel_avx2(s, r)) return avx2;

@@ -14,7 +14,7 @@
 // and the midpoints are fp64 numbers, so x and the exact sum round alike otherwise); a step where
 // any lane is such a suspect takes the exact form: a two-sum r + e = t + s_p, r rounded to odd at 53 bits (one
 // ulp toward e where e != 0 and r's last bit is even), then to fp32 (Boldo & Melquiond, IEEE
-// TC 57(4), 2008: 53 >= 24 + 2). Both forms give the same bits; docs/matmul.md.
+// TC 57(4), 2008: 53 >= 24 + 2). Both forms give the same bits; docs/numerics.md, "Fast paths".
 #pragma once
 
 #include <cstddef>
