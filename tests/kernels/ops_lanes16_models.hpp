@@ -232,3 +232,21 @@ struct OpsTrn3Lanes8 {
   }
   static P p_add(P psum, D t) { return lanewise<P>([&](std::size_t i) { return psum.x[i] + static_cast<float>(t.x[i]); }); }
 };
+
+// OpsTrn3Lanes8 with the AVX-512 kernel's add_odd: vaddpd {ru-sae} and {rd-sae}, then the one
+// with the odd pattern (vptestmq, vblendmpd). Each directed sum is formed from the nearest one
+// and its exact error (two-sum: r + e == t + s): one ulp up or down where e points there.
+struct OpsTrn3Lanes8Odd : OpsTrn3Lanes8 {
+  static D add_odd(D t, D s) {
+    return lanewise<D>([&](std::size_t i) {
+      const double a = t.x[i], b = s.x[i], r = a + b, bv = r - a, e = (a - (r - bv)) + (b - bv);
+      const bool finite = std::isfinite(r);
+      const double up = finite && e > 0 ? std::nextafter(r, INFINITY) : r;
+      // an exact zero from operands of both signs is -0 rounded down
+      const double down = finite && e < 0 ? std::nextafter(r, -INFINITY)
+                          : r == 0 && !(std::signbit(a) && std::signbit(b)) ? -0.0
+                                                                                : r;
+      return (recast<std::uint64_t>(down) & 1) != 0 ? down : up;
+    });
+  }
+};

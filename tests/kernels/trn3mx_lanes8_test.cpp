@@ -1,6 +1,7 @@
 // The trainium3_mx micro-kernel text (kernels/src/isa/trn3mx_kernel.hpp) equals gemm_reference bit
 // for bit on any machine: instantiated here over the lane-by-lane emulation of its AVX-512
-// operations (OpsTrn3Lanes8, 8 fp64 lanes, in the AVX-512 kernel's 4 x 2 tile and in 1 x 1) and
+// operations (OpsTrn3Lanes8Odd, 8 fp64 lanes in the AVX-512 kernel's 4 x 2 tile; OpsTrn3Lanes8,
+// the text without directed roundings, in 4 x 2 and 1 x 1) and
 // run through the driver (trainium3_mx_rows_with), for 1x32 and wrapx: K across instructions of
 // 512 and partial partitions, MX scales over E8M0's whole range (NaN included), specials, C and
 // bias, partitions that nearly cancel the running sum, sums below fp32's normal range, fp64
@@ -42,7 +43,8 @@ struct Named {
 };
 
 std::vector<Named> kernels() {
-  std::vector<Named> v = {{Trn3MxKernelT<OpsTrn3Lanes8, 4, 2>::kernel(), "lanes8 4x2"},
+  std::vector<Named> v = {{Trn3MxKernelT<OpsTrn3Lanes8Odd, 4, 2>::kernel(), "lanes8 round-to-odd 4x2"},
+                          {Trn3MxKernelT<OpsTrn3Lanes8, 4, 2>::kernel(), "lanes8 4x2"},
                           {Trn3MxKernelT<OpsTrn3Lanes8, 1, 1>::kernel(), "lanes8 1x1"},
                           {detail::trn3mx_kernel_generic(), "generic"}};
   if (auto k = detail::trn3mx_kernel_avx2(); k.run != nullptr) v.push_back({k, "avx2"});
@@ -158,8 +160,10 @@ TEST(Trn3MxLanes8, NearlyCancellingPartitions) {
 
 // fp64 sums on an fp32 midpoint: t = 1, then a partition (MX scale 2^-40) of 2^16 * 2^-40 and
 // +-2^-18 * 2^-40, so x = fp64(1 + 2^-24 +- 2^-58) = 1 + 2^-24, a tie in fp32 that the exact sum
-// is not: the suspect test must send the step to the two-sum (1 + 2^-23 and 1).
+// is not: the suspect test must send the step to the two-sum (1 + 2^-23 and 1); and with 0 for
+// the small product, the exact tie 1 + 2^-24, which goes to even (1).
 TEST(Trn3MxLanes8, MidpointsTakeTheExactForm) {
+  constexpr std::uint8_t kSmall[] = {0x81, 0x01, 0x00};  // -2^-9, 2^-9, 0
   std::mt19937_64 rng(25);
   for (Trn3Layout layout : {Trn3Layout::k1x32, Trn3Layout::kWrapX}) {
     // K of t's product, and of the partition's two slots (1x32: k 32, 33; wrapx: k 32, 160)
@@ -177,13 +181,14 @@ TEST(Trn3MxLanes8, MidpointsTakeTheExactForm) {
           p.mx_a[m * kg + (layout == Trn3Layout::k1x32 ? k_big / 32 : k_big / 32 + 4 * c)] = 127 - 40;
       }
       for (std::size_t n = 0; n < p.n; ++n)
-        p.b[k_one * p.n + n] = 0x38, p.b[k_big * p.n + n] = 0x78, p.b[k_small * p.n + n] = n % 2 ? 0x01 : 0x81;
+        p.b[k_one * p.n + n] = 0x38, p.b[k_big * p.n + n] = 0x78, p.b[k_small * p.n + n] = kSmall[n % 3];
       if (noise == 0) {
         const GemmArgs g = p.args();
         std::vector<float> ref(p.m * p.n);
         gemm_reference(g, {.model = AccumulationModel::trainium3_mx(layout)}, std::span<float>(ref));
         EXPECT_EQ(ref[0], 1.0f) << model_name(AccumulationModel::trainium3_mx(layout));  // 1 + 2^-24 - 2^-58
         EXPECT_EQ(ref[1], 1.0f + 0x1p-23f) << model_name(AccumulationModel::trainium3_mx(layout));
+        EXPECT_EQ(ref[2], 1.0f) << model_name(AccumulationModel::trainium3_mx(layout));  // the tie, to even
       }
       expect_same(p, layout);
     }

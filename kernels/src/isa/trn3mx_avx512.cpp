@@ -49,6 +49,13 @@ struct OpsTrn3Avx512 {
     return _mm512_cmp_epu64_mask(_mm512_sub_epi64(abs, _mm512_set1_epi64(1)),
                                  _mm512_set1_epi64(0x380FFFFFFFFFFFFF), _MM_CMPINT_LT);
   }
+  // rounded up and down, the two results are one pattern or adjacent ones, exactly one of them
+  // odd: take down where it is odd, else up (an exact zero then keeps up's +0, as nearest-even)
+  static D add_odd(D t, D s) {
+    const D up = _mm512_maskz_add_round_pd(0xFF, t, s, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+    const D down = _mm512_maskz_add_round_pd(0xFF, t, s, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    return _mm512_mask_blend_pd(_mm512_test_epi64_mask(bits(down), _mm512_set1_epi64(1)), up, down);
+  }
   static D step(D r, M up, M down) {
     const __m512i one = _mm512_set1_epi64(1);
     __m512i b = _mm512_mask_add_epi64(bits(r), up, bits(r), one);

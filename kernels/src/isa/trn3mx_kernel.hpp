@@ -15,6 +15,9 @@
 //   step(r, up, down)  r's pattern + 1 in the lanes of up, - 1 in those of down
 //   round_f32(x)    fp64(fp32(x)), nearest-even
 //   p_load, p_store, p_add(psum, t) = fp32(psum + fp32(t))
+// and, where the ISA rounds each instruction its own way (optional):
+//   add_odd(t, s)   t + s rounded to odd at 53 bits; then fp32 of it is fp32(t + s), one rounding
+//                   (53 >= 24 + 2), whatever t + s is, with no test and no branch
 // Each lane runs the same operations in the same order, so every lane width gives its bits.
 // Included inside an anonymous namespace by each ISA's translation unit and by the test.
 #pragma once
@@ -56,6 +59,11 @@ struct Trn3MxKernelT {
           const D x = O::set1(a[r * kSlots + i]);
           for (int v = 0; v < kV; ++v) s[r][v] = c == 0 ? O::mul(x, y[v]) : O::fma(x, y[v], s[r][v]);
         }
+      }
+      if constexpr (requires(D a) { O::add_odd(a, a); }) {
+        for (int r = 0; r < kR; ++r)
+          for (int v = 0; v < kV; ++v) t[r][v] = O::round_f32(O::add_odd(t[r][v], s[r][v]));
+        continue;
       }
       // suspect: x = fp64(t + s) is inexact and on an fp32 rounding boundary (a tie; with tiny
       // sums, anything below fp32's normal range)
