@@ -50,12 +50,14 @@ void unpack_fp4(std::span<const std::uint8_t> packed, std::span<std::uint8_t> co
   }
 }
 
-QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
-                         const QuantizeOptions& o) {
+namespace {
+
+// The layout quantize() gives `shape` (no codes or scales yet), after checking the arguments.
+QuantizedTensor layout_of(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
+                          const QuantizeOptions& o) {
   if (!is_source(from))
     throw std::invalid_argument("quantize takes f32, bf16 or f16 input, not " + std::string(from.name));
-  const Format& elem = format_of(o.element);
-  check_element(elem);
+  check_element(format_of(o.element));
   if (o.convert.scale) throw std::invalid_argument("convert.scale must be unset: quantize chooses the scales");
   QuantizedTensor q;
   q.element = o.element;
@@ -68,37 +70,71 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
     throw std::invalid_argument(std::to_string(data.size()) + " bytes do not hold the " + std::to_string(n) + " " +
                                 std::string(from.name) + " elements of the shape");
   check_packed_shape(q, m);
+  return q;
+}
 
-  std::vector<std::uint8_t> codes(n);
+std::size_t scale_inv_count(const QuantizedTensor& q) {
+  if (q.granularity.kind == GranularityKind::kMx) return 0;
+  const std::size_t blocks = q.grid.grid_size();
+  return blocks == 0 && q.granularity.kind == GranularityKind::kTensor ? 1 : blocks;
+}
+
+void check_span(const char* name, std::size_t got, std::size_t want) {
+  if (got != want)
+    throw std::invalid_argument("quantize_into: " + std::string(name) + " holds " + std::to_string(got) +
+                                " entries; the shape and granularity need " + std::to_string(want));
+}
+
+// The codes and scales of layout q into out (sizes checked).
+void fill(std::span<const std::byte> data, const Format& from, const QuantizedTensor& q, const QuantizeOptions& o,
+          const QuantizedOut& out) {
+  const Format& elem = format_of(o.element);
+  const std::size_t n = q.numel();
+  std::vector<std::uint8_t> unpacked(q.packed() ? n : 0);
+  const std::span<std::uint8_t> codes = q.packed() ? std::span<std::uint8_t>(unpacked) : out.codes;
   if (o.granularity.kind == GranularityKind::kMx) {
-    q.scales.resize(q.grid.grid_size());
-    convert_mx(data, from, m.rows, m.cols, kMxBlock, codes, q.scales, elem, mx_scale_table(elem, o.mx_rule),
-               o.convert, o.bulk);
+    convert_mx(data, from, q.grid.rows, q.grid.cols, kMxBlock, codes, out.scales, elem,
+               mx_scale_table(elem, o.mx_rule), o.convert, o.bulk);
   } else {
     std::vector<float> amaxes(q.grid.grid_size());
     block_amax(data, from, q.grid, amaxes, o.bulk.threads);
     std::vector<float> applied(amaxes.size());  // the number each element is multiplied or divided by
-    q.scale_inv.resize(amaxes.size());
     for (std::size_t b = 0; b < amaxes.size(); ++b) {
       if (o.apply == ScaleOp::kDivide) {
-        applied[b] = q.scale_inv[b] = scale_inv_from_amax(amaxes[b], elem, o.amax);
+        applied[b] = out.scale_inv[b] = scale_inv_from_amax(amaxes[b], elem, o.amax);
       } else {
         applied[b] = scale_from_amax(amaxes[b], elem, o.amax);
-        q.scale_inv[b] = divide_rne(1.0f, applied[b]);  // finite: scale_from_amax never goes below 2^-127
+        out.scale_inv[b] = divide_rne(1.0f, applied[b]);  // finite: scale_from_amax never goes below 2^-127
       }
     }
     ConvertOptions c = o.convert;
     c.scale_op = o.apply;
     convert_block_scaled(data, from, codes, elem, q.grid, applied, c, o.bulk);
-    if (q.scale_inv.empty() && o.granularity.kind == GranularityKind::kTensor) q.scale_inv.assign(1, 1.0f);
+    if (amaxes.empty() && out.scale_inv.size() == 1) out.scale_inv[0] = 1.0f;  // an empty per-tensor grid
   }
-  if (q.packed()) {
-    q.codes.resize(n / 2);
-    pack_fp4(codes, q.codes);
-  } else {
-    q.codes = std::move(codes);
-  }
+  if (q.packed()) pack_fp4(unpacked, out.codes);
+}
+
+}  // namespace
+
+QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
+                         const QuantizeOptions& o) {
+  QuantizedTensor q = layout_of(data, from, shape, o);
+  q.codes.resize(q.packed() ? q.numel() / 2 : q.numel());
+  if (o.granularity.kind == GranularityKind::kMx) q.scales.resize(q.grid.grid_size());
+  q.scale_inv.resize(scale_inv_count(q));
+  fill(data, from, q, o, {q.codes, q.scales, q.scale_inv});
   return q;
+}
+
+void quantize_into(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
+                   const QuantizeOptions& o, const QuantizedOut& out) {
+  const QuantizedTensor q = layout_of(data, from, shape, o);
+  const bool mx = o.granularity.kind == GranularityKind::kMx;
+  check_span("codes", out.codes.size(), q.packed() ? q.numel() / 2 : q.numel());
+  check_span("scales", out.scales.size(), mx ? q.grid.grid_size() : 0);
+  check_span("scale_inv", out.scale_inv.size(), scale_inv_count(q));
+  fill(data, from, q, o, out);
 }
 
 void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format& to, int threads) {

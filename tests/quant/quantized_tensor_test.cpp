@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <cstring>
@@ -261,6 +262,54 @@ TEST(Quantize, ErrorsNameTheProblem) {
   } catch (const NanError& e) {
     EXPECT_EQ(e.index(), 4u);
   }
+}
+
+// quantize_into writes quantize()'s codes and scales into the caller's storage; a span of
+// another size is refused, naming it, with every span left as it was.
+TEST(QuantizeInto, EqualsQuantizeAndRefusesSpansOfAnotherSize) {
+  const Case cases[] = {{{9, 100}, Granularity::mx()},         {{130, 258}, Granularity::block(128, 128)},
+                        {{40, 34}, Granularity::tensor()},     {{}, Granularity::tensor()},
+                        {{7, 66}, Granularity::column()},      {{0, 64}, Granularity::mx()}};
+  int seed = 100;
+  for (const Case& c : cases)
+    for (FormatId id : {FormatId::kE4M3FN, FormatId::kE5M2, FormatId::kE2M1}) {
+      const MatrixShape m = matrix_shape(c.shape);
+      if (id == FormatId::kE2M1 && (c.shape.empty() || m.cols % 2 != 0)) continue;
+      const auto x = random_tensor(m.rows * m.cols, ++seed, false);
+      QuantizeOptions o;
+      o.element = id;
+      o.granularity = c.g;
+      o.mx_rule = MxScaleRule::kRceil;
+      const QuantizedTensor q = quantize(std::as_bytes(std::span(x)), kF32, c.shape, o);
+      const std::string name = std::string(format_of(id).name) + " " + granularity_name(c.g);
+      std::vector<std::uint8_t> codes(q.codes.size(), 0xA5), scales(q.scales.size(), 0xA5);
+      std::vector<float> scale_inv(q.scale_inv.size(), -1.0f);
+      quantize_into(std::as_bytes(std::span(x)), kF32, c.shape, o, {codes, scales, scale_inv});
+      EXPECT_EQ(codes, q.codes) << name;
+      EXPECT_EQ(scales, q.scales) << name;
+      ASSERT_EQ(scale_inv.size(), q.scale_inv.size()) << name;
+      for (std::size_t i = 0; i < scale_inv.size(); ++i) EXPECT_EQ(bits_of(scale_inv[i]), bits_of(q.scale_inv[i])) << name;
+
+      std::vector<std::uint8_t> big(q.codes.size() + 1, 0xA5), more(q.scales.size() + 1, 0xA5);
+      std::vector<float> other(q.scale_inv.size() + 1, -1.0f);
+      const QuantizedOut wrong[] = {{big, scales, scale_inv}, {codes, more, scale_inv}, {codes, scales, other}};
+      const char* named[] = {"codes", "scales", "scale_inv"};
+      for (int w = 0; w < 3; ++w) {
+        std::fill(codes.begin(), codes.end(), 0xA5), std::fill(scales.begin(), scales.end(), 0xA5);
+        std::fill(scale_inv.begin(), scale_inv.end(), -1.0f);
+        try {
+          quantize_into(std::as_bytes(std::span(x)), kF32, c.shape, o, wrong[w]);
+          ADD_FAILURE() << name << ": a " << named[w] << " span of another size was taken";
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find(std::string("quantize_into: ") + named[w] + " holds"), std::string::npos)
+              << e.what();
+        }
+        for (const auto* v : {&codes, &scales, &big, &more})
+          EXPECT_TRUE(std::all_of(v->begin(), v->end(), [](std::uint8_t b) { return b == 0xA5; })) << name;
+        for (const auto* v : {&scale_inv, &other})
+          EXPECT_TRUE(std::all_of(v->begin(), v->end(), [](float f) { return f == -1.0f; })) << name;
+      }
+    }
 }
 
 TEST(Quantize, ElementCountsThatOverflowAreRefused) {

@@ -65,7 +65,7 @@ at::Tensor convert(const at::Tensor& x, std::string_view to, std::string_view fr
                    const std::optional<at::Tensor>& scale, std::string_view scale_op) {
   return guarded("convert", [&] {
     const ConvertCall c = convert_call(x, to, from, rounding, overflow, nan, seed, offset, scale, scale_op);
-    at::Tensor out = at::empty(c.out_shape, x.options().dtype(dtype_of(c.dst)));
+    at::Tensor out = new_output(c.out_shape, x.options().dtype(dtype_of(c.dst)));
     run_convert(x, c, out);
     return out;
   });
@@ -137,8 +137,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cast_transpose(const at::Tensor& 
     o.scale = scalar_scale(scale, "scale");
     const std::int64_t rows = x.size(0), cols = x.size(1);
     const auto opts = x.options().dtype(dtype_of(dst));
-    at::Tensor q = at::empty(code_shape({rows, cols}, dst, "x"), opts);
-    at::Tensor qt = at::empty(code_shape({cols, rows}, dst, "x transposed"), opts);
+    at::Tensor q = new_output(code_shape({rows, cols}, dst, "x"), opts);
+    at::Tensor qt = new_output(code_shape({cols, rows}, dst, "x transposed"), opts);
     at::Tensor a = at::empty({}, x.options().dtype(at::kFloat));
     if (!compute(x)) return std::make_tuple(q, qt, a);
     const auto r = static_cast<std::size_t>(rows), c = static_cast<std::size_t>(cols);

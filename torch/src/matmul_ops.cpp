@@ -123,7 +123,7 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
       TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "bias has shape ", shape_text(bias->sizes()),
                         "; expected [", n, "]");
     }
-    at::Tensor out = at::empty({m, n}, a.options().dtype(out_dtype));
+    at::Tensor out = new_output({m, n}, a.options().dtype(out_dtype));
     if (!compute(a)) return out;
     oa.codes = codes_of(a, fa, "a", oa.unpacked);
     ob.codes = codes_of(b, fb, "b", ob.unpacked);

@@ -1,7 +1,6 @@
 // torch/src/quantize_ops.cpp: quantize / dequantize (quant/quantized_tensor.hpp) on tensors.
 #include <ATen/ops/empty.h>
 
-#include <cstring>
 
 #include "fp8q/quant/granularity.hpp"
 #include "fp8q/quant/quantized_tensor.hpp"
@@ -46,15 +45,15 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
     const auto shape = unsigned_shape(x.sizes());
     const BlockGrid grid = block_grid(o.granularity, matrix_shape(shape));
     const auto [gr, gc] = scale_grid(o.granularity, grid);
-    at::Tensor codes = at::empty(code_shape(x.sizes(), o.element, "x"), x.options().dtype(dtype_of(o.element)));
+    at::Tensor codes = new_output(code_shape(x.sizes(), o.element, "x"), x.options().dtype(dtype_of(o.element)));
     at::Tensor scales = grid_tensor(gr, gc, x, mx ? at::ScalarType::Float8_e8m0fnu : at::kFloat);
     if (!compute(x)) return std::make_tuple(codes, scales);
-    const QuantizedTensor q = fp8q::quantize(bytes(x), from, shape, o);
-    std::memcpy(codes.mutable_data_ptr(), q.codes.data(), q.codes.size());
+    QuantizedOut out{.codes = mutable_u8(codes)};
     if (mx)
-      std::memcpy(scales.mutable_data_ptr(), q.scales.data(), q.scales.size());
+      out.scales = mutable_u8(scales);
     else
-      std::memcpy(scales.mutable_data_ptr(), q.scale_inv.data(), q.scale_inv.size() * sizeof(float));
+      out.scale_inv = mutable_f32(scales);
+    fp8q::quantize_into(bytes(x), from, shape, o, out);
     return std::make_tuple(codes, scales);
   });
 }
@@ -92,7 +91,7 @@ at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::st
                           scales.size(1) == static_cast<std::int64_t>(gc),
                       "scales has shape ", shape_text(scales.sizes()), "; the ", std::string(granularity),
                       " grid of codes of shape ", shape_text(shape), " is [", gr, ", ", gc, "]");
-    at::Tensor out = at::empty(shape, codes.options().dtype(dtype));
+    at::Tensor out = new_output(shape, codes.options().dtype(dtype));
     if (!compute(codes)) return out;
     const auto raw = u8(codes);
     q.codes.assign(raw.begin(), raw.end());

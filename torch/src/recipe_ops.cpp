@@ -36,7 +36,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_scaled(const at::Tensor&
     TORCH_CHECK_VALUE(is_narrow(to) && to != FormatId::kE8M0 && to != FormatId::kE2M1, "format: ",
                       std::string(format_of(to).name), " is not an 8-bit element format");
     ConvertOptions o = convert_options(rounding, "saturate", "error", seed, offset);
-    at::Tensor codes = at::empty(x.sizes(), x.options().dtype(dtype_of(to)));
+    at::Tensor codes = new_output(x.sizes(), x.options().dtype(dtype_of(to)));
     at::Tensor scale_inv = grid_tensor(1, 1, x, at::kFloat);
     at::Tensor amax = at::empty({}, x.options().dtype(at::kFloat));
     o.scale = scalar_scale(scale, "scale");

@@ -2,11 +2,16 @@
 #include "tensor_args.hpp"
 
 #include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "fp8q/numerics/convert.hpp"
 
@@ -148,6 +153,20 @@ std::optional<float> scalar_scale(const std::optional<at::Tensor>& t, const char
   std::memcpy(&s, t->const_data_ptr(), sizeof s);
   TORCH_CHECK_VALUE(is_finite_positive(s), arg, " is ", float_text(s), "; a scale must be finite and > 0");
   return s;
+}
+
+at::Tensor new_output(at::IntArrayRef shape, const at::TensorOptions& options) {
+  at::Tensor t = at::empty(shape, options);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+  if (t.device().is_cpu() && t.nbytes() >= 2 * kHugePage) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(t.data_ptr());
+    const std::uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
+    const std::uintptr_t last = (begin + t.nbytes()) & ~(kHugePage - 1);
+    if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // advice only
+  }
+#endif
+  return t;
 }
 
 std::string shape_text(at::IntArrayRef shape) {

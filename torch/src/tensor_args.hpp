@@ -59,6 +59,10 @@ std::string shape_text(at::IntArrayRef shape);
 inline bool compute(const at::Tensor& t) { return !t.is_meta(); }
 // Threads for the library: torch's intra-op setting (the bits never depend on it).
 int threads();
+// at::empty for an op's output; a large CPU output is advised onto transparent huge pages before
+// its first write, so the kernel's first pass does not pay a page fault per 4 KiB
+// (docs/performance.md, "The Python path").
+at::Tensor new_output(at::IntArrayRef shape, const at::TensorOptions& options);
 
 // ---- shapes -------------------------------------------------------------------------------------
 std::int64_t numel_of(at::IntArrayRef shape);

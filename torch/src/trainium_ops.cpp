@@ -193,7 +193,7 @@ at::Tensor pack_x4(const at::Tensor& codes, std::string_view type) {
     std::vector<std::int64_t> shape = codes.sizes().vec();
     shape.back() /= 4;
     shape.push_back(static_cast<std::int64_t>(trn3::x4_bytes(ty)));
-    at::Tensor out = at::empty(shape, codes.options().dtype(at::kByte));
+    at::Tensor out = new_output(shape, codes.options().dtype(at::kByte));
     if (compute(codes)) trn3::pack_x4(ty, u8(codes), mutable_u8(out));
     return out;
   });

@@ -51,6 +51,20 @@ struct QuantizeOptions {
 QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
                          const QuantizeOptions& options);
 
+// Where quantize_into writes: the codes (one byte an element; packed e2m1 half as many) and the
+// block scales, E8M0 `scales` for MX and `scale_inv` otherwise, each the grid's size (scale_inv:
+// [1] for an empty per-tensor grid; the other span empty).
+struct QuantizedOut {
+  std::span<std::uint8_t> codes;
+  std::span<std::uint8_t> scales;
+  std::span<float> scale_inv;
+};
+
+// quantize() into storage the caller owns, with the same bits and the same errors, plus
+// std::invalid_argument naming the span whose size is not the one above; nothing is written then.
+void quantize_into(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
+                   const QuantizeOptions& options, const QuantizedOut& out);
+
 // Writes the tensor back as fp32, bf16 or fp16 (`to`): each value is fp32(decode(q) * s) for its
 // block's multiplier s, then rounded to `to` nearest-even (overflow to Inf). Throws
 // std::invalid_argument when the grid is not the one of the shape and granularity, the codes
