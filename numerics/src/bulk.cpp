@@ -12,6 +12,7 @@
 #include "dispatch.hpp"
 #include "isa/max_abs_kernels.hpp"
 #include "isa/widen.hpp"
+#include "narrow_bf16.hpp"
 
 namespace fp8q {
 namespace {
@@ -155,6 +156,13 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
   }
   if (from.bits() <= 8 && o.rounding != Rounding::kStochastic) {
     convert_by_table(in, from, out, to, o, bulk.threads, isa);
+    return;
+  }
+  if (detail::f32_to_bf16_path(from, to, o)) {
+    parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
+      detail::f32_to_bf16_rne(in.data() + 4 * begin, out.data() + 2 * begin, end - begin,
+                              o.overflow == Overflow::kSaturate);
+    });
     return;
   }
   parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {

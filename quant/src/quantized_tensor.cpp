@@ -2,6 +2,7 @@
 // conversion of numerics (the same bits as convert_one() with each block's scale).
 #include "fp8q/quant/quantized_tensor.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <stdexcept>
@@ -26,7 +27,8 @@ void check_element(const Format& e) {
 }
 
 // e2m1 packs two codes per byte along the last axis: the last dimension must be even.
-void check_packed_shape(const QuantizedTensor& q, const MatrixShape& m) {
+template <class Q>
+void check_packed_shape(const Q& q, const MatrixShape& m) {
   if (q.packed() && (q.shape.empty() || m.cols % 2 != 0))
     throw std::invalid_argument("e2m1 packs two codes per byte along the last axis, so the last dimension must be "
                                 "even; it is " +
@@ -138,6 +140,10 @@ void quantize_into(std::span<const std::byte> data, const Format& from, std::spa
 }
 
 void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format& to, int threads) {
+  dequantize(q.ref(), out, to, threads);
+}
+
+void dequantize(const QuantizedRef& q, std::span<std::byte> out, const Format& to, int threads) {
   if (!is_source(to)) throw std::invalid_argument("dequantize writes f32, bf16 or f16, not " + std::string(to.name));
   if (threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
   const Format& elem = format_of(q.element);
@@ -203,10 +209,11 @@ void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format
         std::vector<float> row(cols);
         for (std::size_t r = r0; r < r1; ++r) {
           const std::size_t base = (r / q.grid.block_rows) * gc;
-          for (std::size_t c = 0; c < cols; ++c) {
-            const std::size_t b = base + c / q.grid.block_cols;
+          const std::uint8_t* in = codes.data() + r * cols;
+          for (std::size_t c0 = 0, b = base; c0 < cols; c0 += q.grid.block_cols, ++b) {
             const float s = mx ? pow2[q.scales[b]] : q.scale_inv[b];
-            row[c] = value[codes[r * cols + c]] * s;
+            const std::size_t c1 = std::min(cols, c0 + q.grid.block_cols);
+            for (std::size_t c = c0; c < c1; ++c) row[c] = value[in[c]] * s;
           }
           auto dst = out.subspan(r * cols * ob, cols * ob);
           if (to == kF32) {

@@ -391,6 +391,38 @@ TEST_P(BulkOnIsa, NanErrorInEveryModeAndSource) {  // the SIMD kernels' NaN flag
 
 INSTANTIATE_TEST_SUITE_P(EveryIsa, BulkOnIsa, test::every_isa(), test::isa_test_name);
 
+// fp32 -> bf16 nearest-even (the pattern path, numerics/src/narrow_bf16.hpp) == convert_one:
+// every 16-bit tail (the discarded half) under every kept last bit, sign and exponent
+// (2^26 patterns), under both overflow policies, over 1, 2, 3 and 8 threads. The kept bits
+// 17-22 are random, except at the two top exponents: all ones under a kept 1 (the largest
+// finite values, and those that round to Inf), zeros under a kept 0 (Inf and the NaN payloads).
+TEST(BulkF32ToBf16, EveryDiscardedHalfUnderEveryExponentEqualsScalar) {
+  std::vector<std::uint32_t> v;
+  v.reserve(std::size_t{1} << 26);
+  std::mt19937 rng(2026);
+  for (std::uint32_t top = 0; top < 1024; ++top) {  // sign, exponent, kept last bit
+    const bool edge = (top >> 1 & 0xFF) >= 254;
+    const std::uint32_t middle = edge ? ((top & 1) != 0 ? 0x3Fu : 0u) : rng() & 0x3Fu;
+    const std::uint32_t kept = (top & 1) << 16 | middle << 17;
+    for (std::uint32_t low = 0; low < 65536; ++low) v.push_back((top >> 1) << 23 | kept | low);
+  }
+  const auto in = std::as_bytes(std::span(v));
+  for (Overflow overflow : {Overflow::kSaturate, Overflow::kInfOrNan}) {
+    ConvertOptions o;
+    o.overflow = overflow;
+    std::vector<std::uint16_t> want(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      want[i] = static_cast<std::uint16_t>(convert_one(v[i], kF32, kBF16, o, i).code);
+    for (int threads : test::kThreadCounts) {
+      std::vector<std::uint16_t> got(v.size());
+      convert(in, kF32, std::as_writable_bytes(std::span(got)), kBF16, o, {threads});
+      for (std::size_t i = 0; i < v.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << "fp32 0x" << std::hex << v[i] << " under " << overflow_name(overflow) << ", "
+                                   << std::dec << threads << " thread(s)";
+    }
+  }
+}
+
 TEST(BulkErrors, SizesAndCodesAreChecked) {
   std::vector<std::byte> in(10), out(2);
   EXPECT_THROW(convert(in, kF32, out, kE4M3FN), std::invalid_argument);  // 10 bytes: not whole fp32s

@@ -64,7 +64,7 @@ at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::st
     check_tensor(codes, "codes");
     check_tensor(scales, "scales");
     check_same_device(scales, codes, "scales", "codes");
-    QuantizedTensor q;
+    QuantizedRef q;
     q.element = resolve_format(codes, format, "codes");
     TORCH_CHECK_VALUE(is_narrow(q.element) && q.element != FormatId::kE8M0, "format: ",
                       std::string(format_of(q.element).name), " is not an element format");
@@ -80,7 +80,8 @@ at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::st
       TORCH_CHECK_VALUE(!shape.empty(), "codes: a 0-d tensor cannot hold packed e2m1 codes");
       shape.back() *= 2;
     }
-    q.shape = unsigned_shape(shape);
+    const std::vector<std::uint64_t> ushape = unsigned_shape(shape);
+    q.shape = ushape;
     q.grid = block_grid(q.granularity, matrix_shape(q.shape));
     const auto [gr, gc] = scale_grid(q.granularity, q.grid);
     if (mx)
@@ -93,15 +94,11 @@ at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::st
                       " grid of codes of shape ", shape_text(shape), " is [", gr, ", ", gc, "]");
     at::Tensor out = new_output(shape, codes.options().dtype(dtype));
     if (!compute(codes)) return out;
-    const auto raw = u8(codes);
-    q.codes.assign(raw.begin(), raw.end());
-    if (mx) {
-      const auto s = u8(scales);
-      q.scales.assign(s.begin(), s.end());
-    } else {
-      const auto s = f32(scales);
-      q.scale_inv.assign(s.begin(), s.end());
-    }
+    q.codes = u8(codes);
+    if (mx)
+      q.scales = u8(scales);
+    else
+      q.scale_inv = f32(scales);
     fp8q::dequantize(q, mutable_bytes(out), to, threads());
     return out;
   });

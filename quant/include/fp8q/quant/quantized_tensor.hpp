@@ -21,6 +21,21 @@
 
 namespace fp8q {
 
+// A quantized tensor whose codes and scales live in the caller's storage (fields as in
+// QuantizedTensor below): what dequantize() reads, without a copy.
+struct QuantizedRef {
+  FormatId element = FormatId::kE4M3FN;
+  std::span<const std::uint64_t> shape;
+  Granularity granularity;
+  BlockGrid grid;
+  std::span<const std::uint8_t> codes;
+  std::span<const float> scale_inv;
+  std::span<const std::uint8_t> scales;
+
+  bool packed() const { return element == FormatId::kE2M1; }
+  std::size_t numel() const { return grid.rows * grid.cols; }
+};
+
 struct QuantizedTensor {
   FormatId element = FormatId::kE4M3FN;
   std::vector<std::uint64_t> shape;  // of the original tensor
@@ -34,6 +49,7 @@ struct QuantizedTensor {
 
   bool packed() const { return element == FormatId::kE2M1; }
   std::size_t numel() const { return grid.rows * grid.cols; }
+  QuantizedRef ref() const { return {element, shape, granularity, grid, codes, scale_inv, scales}; }
 };
 
 struct QuantizeOptions {
@@ -69,6 +85,7 @@ void quantize_into(std::span<const std::byte> data, const Format& from, std::spa
 // block's multiplier s, then rounded to `to` nearest-even (overflow to Inf). Throws
 // std::invalid_argument when the grid is not the one of the shape and granularity, the codes
 // or scales do not fit it, or a byte is not a code of a 6-bit element format (naming it).
+void dequantize(const QuantizedRef& q, std::span<std::byte> out, const Format& to, int threads = 1);
 void dequantize(const QuantizedTensor& q, std::span<std::byte> out, const Format& to, int threads = 1);
 
 // fp4 packing along the last axis: two codes per byte, the even element in the low nibble.
