@@ -1,5 +1,5 @@
-// Internal: the bulk path fp32 -> bf16 under nearest-even, unscaled (bulk.cpp; docs/numerics.md,
-// "Fast paths"). Integer operations on the pattern: no FP environment enters.
+// Internal: the bulk path fp32 -> bf16 under nearest-even, unscaled (bulk.cpp; docs/numerics.md
+// section 4). Integer operations on the pattern: no FP environment enters.
 #pragma once
 
 #include <cstddef>
