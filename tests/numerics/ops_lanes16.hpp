@@ -99,6 +99,24 @@ struct OpsLanes16 {
     }
   }
 
+  // vpmuludq (the even lanes' 64-bit products), vpsrlq by 32 and the even / odd blend, on the
+  // lanes as the 8 little-endian 64-bit words they form.
+  static std::uint64_t word(V a, int w) { return std::uint64_t{u(a.x[2 * w + 1])} << 32 | u(a.x[2 * w]); }
+  static V of_words(const std::uint64_t (&w)[8]) {
+    return map([&](int i) { return s(static_cast<std::uint32_t>(w[i / 2] >> (i % 2 == 0 ? 0 : 32))); });
+  }
+  static V mul_wide(V a, V b) {
+    std::uint64_t w[8];
+    for (int i = 0; i < 8; ++i) w[i] = std::uint64_t{u(a.x[2 * i])} * u(b.x[2 * i]);
+    return of_words(w);
+  }
+  static V high_down(V a) {
+    std::uint64_t w[8];
+    for (int i = 0; i < 8; ++i) w[i] = word(a, i) >> 32;
+    return of_words(w);
+  }
+  static V interleave(V even, V odd) { return map([&](int i) { return i % 2 == 0 ? even.x[i] : odd.x[i - 1]; }); }
+
   template <fp8q::detail::Source S>
   static F load(const unsigned char* p) {
     V r;

@@ -63,6 +63,12 @@ struct OpsAvx512 {
     hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
   }
 
+  // Philox on 64-bit lanes (philox_lanes.hpp): the full products of the even 32-bit lanes, the
+  // high halves moved down, the odd lanes moved down, and even / odd lanes put back together.
+  static V mul_wide(V a, V b) { return _mm512_mul_epu32(a, b); }
+  static V high_down(V a) { return _mm512_srli_epi64(a, 32); }
+  static V interleave(V even, V odd) { return _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32)); }
+
   // bf16 keeps the natural-order widening here (no interleaved variant).
   static constexpr bool kInterleavedBf16 = false;
   // No vpmaddwd form of the codes here (rne_shifted, narrow_nearest.hpp): the plain form.

@@ -139,6 +139,29 @@ struct OpsXsimd {
     for (std::size_t i = 0; i < kParts; ++i) X::mulhilo(a.p[i], b.p[i], hi.p[i], lo.p[i]);
   }
 
+  // Philox on 64-bit lanes (philox_lanes.hpp), where the architecture gives these (x86).
+  static V mul_wide(V a, V b)
+    requires requires(I x) { X::mul_wide(x, x); }
+  {
+    V r;
+    for (std::size_t i = 0; i < kParts; ++i) r.p[i] = X::mul_wide(a.p[i], b.p[i]);
+    return r;
+  }
+  static V high_down(V a)
+    requires requires(I x) { X::high_down(x); }
+  {
+    V r;
+    for (std::size_t i = 0; i < kParts; ++i) r.p[i] = X::high_down(a.p[i]);
+    return r;
+  }
+  static V interleave(V even, V odd)
+    requires requires(I x) { X::interleave(x, x); }
+  {
+    V r;
+    for (std::size_t i = 0; i < kParts; ++i) r.p[i] = X::interleave(even.p[i], odd.p[i]);
+    return r;
+  }
+
   // The x86 forms (simd_extras_avx2.hpp), on one batch a vector: bf16 widened by interleaving,
   // and codes kept as t = (code << s) + c from vpmaddwd.
   static constexpr bool kInterleavedBf16 = X::kInterleavedBf16;

@@ -44,6 +44,12 @@ struct SimdExtras<xsimd::avx2> {
     hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
   }
 
+  // Philox on 64-bit lanes: the even lanes' 64-bit products, high halves moved down, and the
+  // even / odd lanes put back together.
+  static I mul_wide(I a, I b) { return _mm256_mul_epu32(a, b); }
+  static I high_down(I a) { return _mm256_srli_epi64(a, 32); }
+  static I interleave(I even, I odd) { return _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA); }
+
   // 8 unsigned 16-bit values at p, zero-extended to 32 bits.
   static I widen_u16(const unsigned char* p) { return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   // 8 fp16 values at p, exactly in fp32 (vcvtph2ps).
