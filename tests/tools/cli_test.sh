@@ -69,6 +69,19 @@ expect "dump prints 2^-127 exactly" grep -q '0x00  5.877471754111437539843682686
 check "bench no match" 2 'no benchmark case matches' -- "$fp8q" bench --filter '^nothing$'
 check "bench bad regex" 2 'not a regular expression' -- "$fp8q" bench --filter '('
 check "bench bad BLAS kernel" 2 'not an OpenBLAS core name' -- "$fp8q" bench --blas-kernel 'x;y'
+check "bench unknown set" 2 "no set named 'nope' \\(one of: mxfp8\\)" -- "$fp8q" bench --set nope
+check "bench set and filter" 2 'excludes' -- "$fp8q" bench --set mxfp8 --filter '^copy/'
+# the mxfp8 set: every case of its table, each beside its baseline (one run, JSON)
+check "bench --set mxfp8" 0 '' -- "$fp8q" bench --set mxfp8 --json --repetitions 1 --min-time 0.001
+for c in convert/f32_to_e4m3fn/scaled_rne_sat convert/e4m3fn_to_f32 convert/bf16_to_e4m3fn/rne_sat \
+         convert/f32_to_e5m2/sr_sat quant/mx_bf16_to_e4m3fn gemm/fp32_sequential/2048 gemm/systolic128/2048 \
+         gemm/fused_hopper/2048 gemm/mxfp8_trainium3_1x32/1024 gemm/mxfp8_trainium3_wrapx/1024; do
+  expect "bench --set mxfp8 runs $c with a ratio" /usr/bin/python3 -c '
+import json, sys
+cases = {c["case"]: c for c in json.load(open(sys.argv[1]))}
+c = cases[sys.argv[2] + "/threads:1"]
+assert c["baselines"] and all(b["ratio"] > 0 for b in c["baselines"]), c' "$tmp/out" "$c"
+done
 # --blas-kernel sets OPENBLAS_CORETYPE for the command alone: the report names the kernel that ran.
 check "bench with a BLAS kernel" 0 '' -- "$fp8q" bench --filter '^gemm/openblas_sgemm/512/threads:1$' \
   --blas-kernel Haswell --repetitions 1 --min-time 0.01

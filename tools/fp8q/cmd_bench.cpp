@@ -1,4 +1,4 @@
-// fp8q bench [--filter REGEX] [--json] [--min-time S] [--repetitions N] [--blas-kernel K]:
+// fp8q bench [--filter REGEX | --set NAME] [--json] [--min-time S] [--repetitions N] [--blas-kernel K]:
 // runs the benchmark cases and prints, for each, its throughput, every baseline measured in the
 // same run, and the ratio (case / baseline; > 1 is faster). Figures are medians over the
 // repetitions.
@@ -24,8 +24,22 @@
 namespace fp8q::cli {
 namespace {
 
+// Named sets of cases, each one --filter: the cases of a table in docs/performance.md.
+const std::map<std::string, std::string>& case_sets() {
+  static const std::map<std::string, std::string> sets = {
+      // "Trainium3's MXFP8 path": the casts, decoding, stochastic rounding, the MX casts and
+      // the GEMM models beside sgemm, each with its baseline
+      {"mxfp8",
+       "^(copy/.*|convert/(f32_to_e4m3fn|e4m3fn_to_f32|bf16_to_e4m3fn|f32_to_e5m2).*|quant/mx_.*"
+       "|gemm/(openblas_sgemm|fp32_sequential|systolic128|fused_hopper)/2048"
+       "|gemm/(openblas_sgemm|mxfp8_trainium3_1x32|mxfp8_trainium3_wrapx)/1024)/threads:1$"},
+  };
+  return sets;
+}
+
 struct BenchArgs {
   std::string filter = "^convert/";
+  std::string set;  // a name of case_sets(): its filter
   bool json = false;
   double min_time = 0.5;
   int repetitions = 5;
@@ -63,7 +77,16 @@ void reexec_with_blas_kernel(const std::string& kernel) {
   throw std::runtime_error("--blas-kernel: could not restart the command with OPENBLAS_CORETYPE=" + kernel);
 }
 
-void run(const BenchArgs& a) {
+void run(BenchArgs a) {
+  if (!a.set.empty()) {
+    const auto it = case_sets().find(a.set);
+    if (it == case_sets().end()) {
+      std::string names;
+      for (const auto& [name, filter] : case_sets()) names += (names.empty() ? "" : ", ") + name;
+      throw UsageError("--set: no set named '" + a.set + "' (one of: " + names + ")");
+    }
+    a.filter = it->second;
+  }
   try {
     std::regex check(a.filter);
   } catch (const std::regex_error& e) {
@@ -136,6 +159,9 @@ void add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "Run the benchmarks; print ratios to baselines measured in the same run");
   cmd->add_option("--filter", a->filter, "Regular expression over case names")->capture_default_str();
+  cmd->add_option("--set", a->set, "A named set of cases in place of --filter: mxfp8 (docs/performance.md, "
+                  "\"Trainium3's MXFP8 path\")")
+      ->excludes(cmd->get_option("--filter"));
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->add_option("--min-time", a->min_time, "Seconds per measurement")->capture_default_str();
   cmd->add_option("--repetitions", a->repetitions, "Repetitions; figures are their medians")->capture_default_str();
