@@ -61,9 +61,7 @@ const std::vector<std::uint16_t>& t3_relu_bf16() {
 // Read baseline: the same number of bytes read and summed as 64-bit words (integer adds, which
 // the compiler vectorizes; a float sum would be serialized by its order). One baseline for the
 // fp32 and the bf16 cases: the bytes are what is read. Words of 64 bits because narrower ones
-// measure the widening adds, not the memory: on the 2-core Zen 3 VM the 64 MiB summed as 16-bit
-// words ran at 12.8 GB/s, as 32-bit words 16.0 and as 64-bit words 18.7 (medians of 7 runs
-// taken in turn), so the earlier per-width baselines flattered the histograms, bf16 most.
+// measure the widening adds, not the memory (docs/performance.md, "Histograms").
 void read_case(benchmark::State& state) {
   const std::size_t n = kArrayBytes / 8;
   std::vector<std::uint64_t> in(n);

@@ -1,5 +1,5 @@
 // numerics/format.hpp and the decode half of numerics/convert.hpp (scalar reference):
-// every code of every format decodes to the value of DESIGN section 3's formula and
+// every code of every format decodes to the value of docs/numerics.md section 1's formula and
 // re-encodes to itself.
 #include "fp8q/numerics/format.hpp"
 

@@ -1,7 +1,7 @@
 // An independent, straightforward model of the conversions, for tests only.
 //
 // It shares nothing with numerics/src/convert.cpp but the format table: it lists every
-// finite value of the target (decoded with the formula of DESIGN section 3 in double, where
+// finite value of the target (decoded with the formula of docs/numerics.md section 1 in double, where
 // all of them are exact), finds the two neighbours a <= |x| < b of the exact input by binary
 // search, and applies each rounding rule to the fraction (|x| - a) / (b - a) computed in
 // double (exact: a, b and x have few significant bits and b - a is a power of two).
@@ -33,7 +33,7 @@ class Oracle {
     beyond_ = max_.v + std::ldexp(1.0, e - f.man_bits);
   }
 
-  // Value of a magnitude code by the DESIGN table's formula.
+  // Value of a magnitude code by the formula of docs/numerics.md section 1.
   double value_of(std::uint64_t c) const {
     const std::uint64_t b = c >> f_.man_bits, m = c & ((std::uint64_t{1} << f_.man_bits) - 1);
     if (f_.specials == Specials::kExponentOnly) return std::ldexp(1.0, static_cast<int>(b) - f_.bias);

@@ -1,4 +1,4 @@
-// quant/scale_rules.hpp against independent references written from DESIGN section 5 in
+// quant/scale_rules.hpp against independent references written from docs/numerics.md section 5 in
 // double arithmetic (std::frexp for exact exponents; exact products to judge a division),
 // with the cases that trip implementations up: amax just below a power of two (255.99998),
 // exact powers of two, fp32-subnormal amax, zero, NaN and Inf.
@@ -127,7 +127,7 @@ TEST(ScaleFromAmax, BadOptionsAreNamedWithTheirValue) {
 
 // ---- MX scale rules -------------------------------------------------------------------------------
 
-// DESIGN section 5, computed in double from the value of amax.
+// docs/numerics.md section 5, computed in double from the value of amax.
 int reference_mx_exponent(float amax, const Format& elem, MxScaleRule rule) {
   const double a = std::fabs(static_cast<double>(amax));
   const int emax = elem.emax();

@@ -48,7 +48,7 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
     at::Tensor codes = new_output(code_shape(x.sizes(), o.element, "x"), x.options().dtype(dtype_of(o.element)));
     at::Tensor scales = grid_tensor(gr, gc, x, mx ? at::ScalarType::Float8_e8m0fnu : at::kFloat);
     if (!compute(x)) return std::make_tuple(codes, scales);
-    QuantizedOut out{.codes = mutable_u8(codes)};
+    QuantizedOut out{.codes = mutable_u8(codes), .scales = {}, .scale_inv = {}};
     if (mx)
       out.scales = mutable_u8(scales);
     else

@@ -23,7 +23,7 @@ constexpr FormatId kUint8Formats[] = {FormatId::kE4M3, FormatId::kE3M4, FormatId
 
 std::string format_names() {
   std::string s;
-  for (FormatId f : kAllFormats) s += (s.empty() ? "" : " ") + std::string(format_of(f).name);
+  for (FormatId f : kAllFormats) s.append(s.empty() ? "" : " ").append(format_of(f).name);
   return s;
 }
 }  // namespace

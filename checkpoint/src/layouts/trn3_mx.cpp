@@ -2,7 +2,7 @@
 //
 // What AWS documents is in quant/trainium3_layout.hpp (x4 packing, K on the 128 partitions,
 // 4 codes per partition, one E8M0 scale per 8 partitions x 4 codes, scale placement) and
-// DESIGN section 5 (rule `trainium3`: e = floor(log2(amax)) - 7 for e4m3fn, so a block's max
+// docs/numerics.md section 5 (rule `trainium3`: e = floor(log2(amax)) - 7 for e4m3fn, so a block's max
 // lands in [128, 256) and never saturates). No public checkpoint format exists; fp8q's:
 //   unpacked (default): MX along the input axis, as ct-mxfp8 but with the trainium3 rule:
 //     <module>.weight        F8_E4M3 (e4m3fn) [out, in]

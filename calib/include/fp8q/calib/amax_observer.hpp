@@ -1,4 +1,4 @@
-// fp8q/calib/amax_observer.hpp: observers of the largest |x| (DESIGN section 2, calib/).
+// fp8q/calib/amax_observer.hpp: observers of the largest |x| (docs/numerics.md section 7).
 //
 // Both observers look only at finite values: NaN and +/-Inf are counted (and reported by
 // NonFiniteCounts) and never enter the statistics, so one bad element cannot turn a scale

@@ -1,4 +1,4 @@
-// fp8q/calib/histogram.hpp: a histogram of |x| that merges exactly (DESIGN section 2, calib/).
+// fp8q/calib/histogram.hpp: a histogram of |x| that merges exactly (docs/numerics.md section 7).
 //
 // Bins are log-linear, like the floating-point grids they calibrate for: B = 2^b bins span the
 // 32 binades below R = 2^k, each binade cut into S = B / 32 equal sub-bins (2048 bins: 64 per

@@ -1,4 +1,4 @@
-// fp8q/kernels/gemm.hpp: the quantized GEMM D = epilogue(A x B + C) (DESIGN section 6).
+// fp8q/kernels/gemm.hpp: the quantized GEMM D = epilogue(A x B + C) (docs/numerics.md section 8).
 //
 // A is M x K codes, B is K x N codes, both row-major, one byte per code (fp6/fp4 in the low
 // bits). Decoded values are exact in fp32; the accumulation model (numerics/accumulation.hpp)

@@ -1,4 +1,4 @@
-// fp8q/kernels/profile.hpp: device profiles (DESIGN section 6): which formats a chip's matmul
+// fp8q/kernels/profile.hpp: device profiles (docs/numerics.md section 8, "Device profiles"): which formats a chip's matmul
 // takes and which accumulation model it computes.
 //
 // | profile | FP8 formats                     | MX elements              | plain matmul    | MX matmul          |

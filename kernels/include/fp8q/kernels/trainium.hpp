@@ -1,5 +1,5 @@
 // fp8q/kernels/trainium.hpp: emulation of Trainium's matmul instructions on the SBUF layouts
-// quant/ produces, and a GEMM built from them (DESIGN section 6, issue 4 item 4).
+// quant/ produces, and a GEMM built from them (docs/numerics.md section 8, docs/matmul.md).
 //
 // What AWS documents (NKI `nki.isa.nc_matmul`, `nki.isa.nc_matmul_mx`, the Trainium2/3
 // architecture guides): the Tensor Engine computes dst = stationary.T @ moving; the contraction

@@ -1,5 +1,5 @@
 // fp8q/numerics/accumulation.hpp: accumulation models, the specification of a dot product
-// (DESIGN section 6), and a scalar reference for each.
+// (docs/numerics.md section 8), and a scalar reference for each.
 //
 // Products of two 8-bit (or fp6/fp4) values are exact in fp32, so what a matmul returns is
 // fixed by the order and the precision of its additions. A model names both. Every model
@@ -94,7 +94,7 @@ enum class Trn3Layout : std::uint8_t {
 };
 
 // Assumptions about Trainium3's PE array that AWS does not document. Each is a parameter so
-// that one measurement on the chip can correct it; the defaults are the DESIGN section 6
+// that one measurement on the chip can correct it; the defaults are docs/numerics.md section 8's
 // reading. Named in model names only when they differ from the default (see model_name()).
 struct Trainium3MxAssumptions {
   // A1: a partition's 4 scaled products are summed exactly (no intermediate rounding).

@@ -158,7 +158,7 @@ inline constexpr std::array<FormatId, 14> kAllFormats = {
     FormatId::kE5M2FNUZ, FormatId::kE3M4,   FormatId::kE8M0,     FormatId::kE2M3,
     FormatId::kE3M2,   FormatId::kE2M1};
 
-// The low-precision formats of DESIGN section 3 (everything but the source formats).
+// The low-precision formats of docs/numerics.md section 1 (everything but the source formats).
 inline constexpr std::array<FormatId, 10> kNarrowFormats = {
     FormatId::kE4M3FN, FormatId::kE4M3, FormatId::kE5M2, FormatId::kE4M3FNUZ,
     FormatId::kE5M2FNUZ, FormatId::kE3M4, FormatId::kE8M0, FormatId::kE2M3,
@@ -199,7 +199,7 @@ constexpr bool is_widening(const Format& from, const Format& to) {
 // Parses a format name as the CLI spells it ("e4m3fn", "bf16", ...).
 std::optional<FormatId> parse_format(std::string_view name);
 
-// ---- the table of DESIGN section 3, checked at compile time --------------------------------
+// ---- the table of docs/numerics.md section 1, checked at compile time --------------------------------
 namespace format_checks {
 constexpr double p2(int e) { return Format::pow2(e); }
 // e4m3fn: 0b0'1111'110 = 1.75 * 2^8 = 448; 0b0'1111'111 is NaN.
@@ -226,7 +226,7 @@ static_assert(kE8M0.canonical_nan() == 0xFF && kE8M0.max_finite_code() == 0xFE);
 static_assert(kE2M3.max_finite() == 7.5 && kE2M3.min_normal() == 1 && kE2M3.denorm_min() == 0.125);
 static_assert(kE3M2.max_finite() == 28 && kE3M2.min_normal() == 0.25 && kE3M2.denorm_min() == 0.0625);
 static_assert(kE2M1.max_finite() == 6 && kE2M1.min_normal() == 1 && kE2M1.denorm_min() == 0.5);
-// MX emax_elem (DESIGN section 5): e4m3fn 8, e5m2 15, e2m3 2, e3m2 4, e2m1 2.
+// MX emax_elem (docs/numerics.md section 5): e4m3fn 8, e5m2 15, e2m3 2, e3m2 4, e2m1 2.
 static_assert(kE4M3FN.emax() == 8 && kE5M2.emax() == 15 && kE2M3.emax() == 2 && kE3M2.emax() == 4 && kE2M1.emax() == 2);
 // The wide formats describe themselves too.
 static_assert(kF32.max_finite() == 3.4028234663852886e38 && kF32.denorm_min() == p2(-149));

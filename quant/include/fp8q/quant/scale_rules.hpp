@@ -1,4 +1,4 @@
-// fp8q/quant/scale_rules.hpp: how a scale is chosen from an amax (DESIGN section 5).
+// fp8q/quant/scale_rules.hpp: how a scale is chosen from an amax (docs/numerics.md section 5).
 //
 // Vocabulary: `scale` multiplies high precision into the target's range,
 // q = convert(fp32(x * scale)); `scale_inv` = 1 / scale is what checkpoints store.

@@ -1,5 +1,5 @@
 // fp8q/quant/trainium3_layout.hpp: how MX operands of Trainium3's nc_matmul_mx lie in SBUF
-// (DESIGN sections 5 and 6). Pure byte rearrangements: every function here moves codes and
+// (docs/numerics.md sections 5 and 8, docs/trainium3_layouts.md). Pure byte rearrangements: every function here moves codes and
 // scale bytes, never changes one, and each has an exact inverse.
 //
 // What AWS documents (docs/trainium3_layouts.md has the sources):

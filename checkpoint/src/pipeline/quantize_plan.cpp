@@ -1,0 +1,195 @@
+// quantize_checkpoint()'s first steps (pipeline/quantize_steps.hpp): the options, the input
+// and the output's place, and the plan of every tensor and shard.
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "fp8q/checkpoint/safetensors.hpp"
+#include "pipeline/quantize_steps.hpp"
+#include "pipeline/shared.hpp"
+#include "safetensors/text.hpp"
+
+namespace fp8q::checkpoint::pipeline {
+namespace fs = std::filesystem;
+using detail::quote;
+
+namespace {
+
+// OUT_DIR must not be IN, lie inside IN, or contain IN: the input is never written or removed.
+void check_no_overlap(const fs::path& in, const fs::path& out) {
+  const fs::path a = fs::weakly_canonical(in), b = fs::weakly_canonical(out);
+  auto inside = [](const fs::path& x, const fs::path& dir) {
+    const auto rel = x.lexically_relative(dir);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  if (inside(b, a) || inside(a, b))
+    throw PipelineError("output directory " + out.string() + " overlaps the input " + in.string() +
+                        "; the input is never written");
+}
+
+}  // namespace
+
+std::uint64_t spec_bytes(const TensorSpec& s) {
+  std::uint64_t n = dtype_bytes(s.dtype);
+  for (auto d : s.shape) n *= d;
+  return n;
+}
+
+std::string shard_name(std::size_t i, std::size_t n) {
+  if (n == 1) return std::string(kSingleFileName);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", i + 1, n);
+  return buf;
+}
+
+CheckedOptions check_options(const QuantizeCheckpointOptions& opt) {
+  const Layout* layout = layout_named(opt.layout);
+  if (layout == nullptr) {
+    std::string what = "--layout: ";
+    what.append(quote(opt.layout)).append(" is not one of");
+    for (auto n : layout_names()) what.append(" ").append(n);
+    throw PipelineError(what);
+  }
+  try {
+    layout->check_options(opt.layout_options);
+  } catch (const std::invalid_argument& e) {
+    throw PipelineError(e.what());
+  }
+  const int threads = opt.layout_options.threads;
+  if (threads < 1) throw PipelineError("--threads: must be at least 1, got " + std::to_string(threads));
+  for (const auto& p : opt.ignore) {
+    try {
+      std::regex re(p, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw PipelineError("--ignore: " + quote(p) + " is not a valid regular expression (" + e.what() + ")");
+    }
+  }
+  std::optional<calib::Method> method;
+  if (opt.calib_data) {
+    if (!layout->supports_input_scales())
+      throw PipelineError("--calib-data: layout " + std::string(layout->name()) +
+                          " has no static input scales (ct-fp8 has input_scale)");
+    method = calib::parse_method(opt.calib_method);
+    if (!method) throw PipelineError("--calib-method: " + quote(opt.calib_method) + " is not one of max percentile mse entropy");
+  }
+  if (opt.max_shard_bytes == 0) throw PipelineError("--max-shard-size must be positive");
+  return {layout, threads, method};
+}
+
+void check_output_name(const fs::path& out_dir, const fs::path& out_arg) {
+  if (out_dir.filename() == "." || out_dir.filename() == "..")
+    throw PipelineError("output directory " + out_arg.string() + " names an existing directory by '" +
+                        out_dir.filename().string() + "'; give the new directory's own name");
+}
+
+void check_input_and_output(const Model& model, const fs::path& in, const fs::path& out_dir, bool force) {
+  // An input that is already quantized would come out with its codes read as high-precision
+  // weights: its quantization_config replaced, its FP8 weights listed as not converted.
+  if (model.config_json()) {
+    const OJson c = OJson::parse(*model.config_json());
+    if (c.is_object() && c.contains("quantization_config")) {
+      const OJson& q = c["quantization_config"];
+      const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
+                                     ? q["quant_method"].get<std::string>()
+                                     : std::string("?");
+      throw PipelineError(in.string() + ": config.json already has a quantization_config (quant_method " +
+                          quote(method) + "): the input is already quantized; quantize its high-precision original");
+    }
+  }
+  for (const ModelTensor& t : model.tensors())
+    if (t.info->shape.size() == 2 && t.info->name.ends_with(".weight") &&
+        (t.info->dtype == DType::kF8_E4M3 || t.info->dtype == DType::kF8_E5M2))
+      throw PipelineError("tensor " + quote(t.info->name) + " is " + std::string(dtype_name(t.info->dtype)) +
+                          ": the input is already quantized; quantize its high-precision original");
+  const fs::path parent = out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path();
+  if (!fs::is_directory(parent)) throw PipelineError("output directory " + out_dir.string() + ": " + parent.string() + " is not a directory");
+  check_no_overlap(in, out_dir);
+  if (fs::exists(fs::symlink_status(out_dir)) && !force)
+    throw PipelineError("output directory " + out_dir.string() + " exists; --force replaces it");
+}
+
+QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt) {
+  const Layout* layout = checked.layout;
+  const int threads = checked.threads;
+  const std::optional<calib::Method>& method = checked.method;
+  std::vector<Item> items;
+  items.reserve(model.tensors().size());
+  std::map<std::string, std::string> produced_by;  // output name -> input tensor
+  ConfigContext ctx;
+  ctx.options = opt.layout_options;
+  for (const ModelTensor& t : model.tensors()) {
+    Item it;
+    it.tensor = &t;
+    it.keep = keep_reason(*t.info, opt.ignore, *layout, opt.layout_options);
+    if (it.keep) {
+      it.specs = {{t.info->name, t.info->dtype, t.info->shape}};
+      // every kept 2-D weight is listed as not converted: fp8q cannot tell an nn.Embedding
+      // from an nn.Linear by name (an "embedding_projection" is a Linear), and the loaders
+      // ignore names that are not Linear layers
+      if (t.info->shape.size() == 2 && t.info->name.ends_with(".weight"))
+        ctx.kept_linear_modules.push_back(t.info->name.substr(0, t.info->name.size() - 7));
+    } else {
+      it.weight.name = t.info->name;
+      it.weight.module = t.info->name.substr(0, t.info->name.size() - 7);
+      it.weight.dtype = t.info->dtype;
+      it.weight.shape = t.info->shape;
+      ctx.quantized_modules.push_back(it.weight.module);
+      ctx.quantized_shapes[it.weight.module] = it.weight.shape;
+    }
+    items.push_back(std::move(it));
+  }
+  if (opt.calib_data) {
+    const Reader samples(*opt.calib_data);
+    calib::CalibrationSpec spec;
+    spec.method = *method;
+    spec.threads = threads;
+    for (Item& it : items) {
+      if (it.keep) continue;
+      const std::string key = it.weight.module + ".input";
+      const TensorInfo* s = samples.find(key);
+      if (s == nullptr)
+        throw PipelineError("--calib-data " + opt.calib_data->string() + ": no tensor " + quote(key) +
+                            " (samples of the input of " + quote(it.weight.module) + ")");
+      if (s->dtype != DType::kF32 && s->dtype != DType::kBF16 && s->dtype != DType::kF16)
+        throw PipelineError("--calib-data: tensor " + quote(key) + " is " + std::string(dtype_name(s->dtype)) + ", not F32, BF16 or F16");
+      const Format& f = s->dtype == DType::kF32 ? kF32 : s->dtype == DType::kBF16 ? kBF16 : kF16;
+      const auto cal = calib::calibrate(samples.bytes(*s), f, spec);
+      if (cal.empty() || cal[0].count == 0)
+        throw PipelineError("--calib-data: tensor " + quote(key) + " holds no finite sample");
+      it.weight.input_amax = cal[0].amax;
+    }
+    ctx.static_input_scales = true;
+  }
+  for (Item& it : items) {
+    if (!it.keep) it.specs = layout->plan(it.weight, opt.layout_options);
+    for (const auto& s : it.specs) {
+      const auto [pos, fresh] = produced_by.emplace(s.name, it.tensor->info->name);
+      if (!fresh)
+        throw PipelineError("output tensor " + quote(s.name) + " would be written for both " + quote(pos->second) +
+                            " and " + quote(it.tensor->info->name));
+      it.out_bytes += spec_bytes(s);
+    }
+  }
+  complete_config_context(ctx);
+
+  // Shards: consecutive items, a new shard when the next item would pass the limit.
+  std::vector<std::pair<std::size_t, std::size_t>> shards;  // [begin, end) of items
+  {
+    std::size_t begin = 0;
+    std::uint64_t size = 0;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i > begin && size + items[i].out_bytes > opt.max_shard_bytes) {
+        shards.emplace_back(begin, i);
+        begin = i;
+        size = 0;
+      }
+      size += items[i].out_bytes;
+    }
+    shards.emplace_back(begin, items.size());
+  }
+  return {std::move(items), std::move(ctx), std::move(shards)};
+}
+
+}  // namespace fp8q::checkpoint::pipeline

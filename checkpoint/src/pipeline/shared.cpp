@@ -1,0 +1,41 @@
+// What quantize and verify share (pipeline/shared.hpp).
+#include "pipeline/shared.hpp"
+
+#include <algorithm>
+
+#include "fp8q/checkpoint/safetensors.hpp"
+#include "safetensors/text.hpp"
+
+namespace fp8q::checkpoint::pipeline {
+using detail::quote;
+
+std::map<std::string, std::string> shard_metadata(const Layout& layout, const LayoutOptions& o) {
+  std::map<std::string, std::string> m{{"format", "pt"}, {std::string(kMetaLayout), std::string(layout.name())}};
+  if (o.strategy) m[std::string(kMetaStrategy)] = std::string(strategy_name(*o.strategy));
+  if (o.pack) m[std::string(kMetaPack)] = std::string(trn3::k_layout_name(*o.pack));
+  m["fp8q.weight_format"] = layout.name() == "trn2" ? "e4m3" : "e4m3fn";
+  return m;
+}
+
+LayoutOptions options_from_metadata(const std::map<std::string, std::string>& m) {
+  LayoutOptions o;
+  if (auto it = m.find(std::string(kMetaStrategy)); it != m.end()) {
+    o.strategy = parse_strategy(it->second);
+    if (!o.strategy) throw FormatError("__metadata__ " + std::string(kMetaStrategy) + " = " + quote(it->second) + " is not a strategy");
+  }
+  if (auto it = m.find(std::string(kMetaPack)); it != m.end()) {
+    o.pack = trn3::parse_k_layout(it->second);
+    if (!o.pack) throw FormatError("__metadata__ " + std::string(kMetaPack) + " = " + quote(it->second) + " is not wrapX or 1x32");
+  }
+  return o;
+}
+
+void complete_config_context(ConfigContext& c) {
+  const bool lm_head_listed = std::any_of(c.kept_linear_modules.begin(), c.kept_linear_modules.end(),
+                                          [](const std::string& m) { return m == "lm_head" || m.ends_with(".lm_head"); });
+  if (!lm_head_listed) c.kept_linear_modules.push_back("lm_head");
+  std::sort(c.quantized_modules.begin(), c.quantized_modules.end());
+  std::sort(c.kept_linear_modules.begin(), c.kept_linear_modules.end());
+}
+
+}  // namespace fp8q::checkpoint::pipeline
