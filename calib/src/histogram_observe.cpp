@@ -36,14 +36,9 @@ namespace fp8q::calib {
 
 namespace detail {
 const HistKernels& hist_kernels_for(const std::optional<Isa>& forced) {
-  const Isa isa = forced ? *forced : active_isa();
-  if (forced && !isa_supported(isa))
-    throw std::invalid_argument("HistogramOptions::isa: " + std::string(isa_name(isa)) + " is not supported here");
-  if (isa == Isa::kAvx512)
-    if (const HistKernels* k = hist_kernels_avx512()) return *k;
-  if (isa == Isa::kAvx2 || isa == Isa::kAvx512)
-    if (const HistKernels* k = hist_kernels_avx2()) return *k;
-  return hist_kernels_generic();
+  return *dispatch(
+      resolve_isa(forced, "HistogramOptions::isa"), [] { return &hist_kernels_generic(); }, hist_kernels_avx2,
+      hist_kernels_avx512, kNoKernel);
 }
 }  // namespace detail
 

@@ -78,22 +78,22 @@ bool split_is_exact(FormatId fa, FormatId fb, std::size_t block) {
 std::size_t segment_length(const GemmArgs& g) { return block_scaled(g) ? kScaleBlock : std::max<std::size_t>(g.k, 1); }
 
 struct Picked {
-  XbKernel kernel;
+  XbKernel kernel = nullptr;
   std::string_view name;
+  explicit operator bool() const { return kernel != nullptr; }
 };
 
-// AVX-512 under FP8Q_ISA=avx512 (or unset) where the CPU has it, else AVX2, else the portable one.
-Picked pick_kernel() {
-  const Isa isa = active_isa();
-  if (isa == Isa::kAvx512)
-    if (XbKernel k = exact_block_kernel_avx512()) return {k, "avx512"};
-  if (isa != Isa::kGeneric)
-    if (XbKernel k = exact_block_kernel_avx2()) return {k, "avx2"};
-  return {exact_block_kernel_generic(), "generic"};
+// AVX-512 where the CPU has it (and neither FP8Q_ISA nor GemmOptions::isa says less), else AVX2,
+// else the portable one.
+Picked pick_kernel(const GemmOptions& o) {
+  return dispatch(
+      resolve_isa(o.isa, "GemmOptions::isa"), [] { return Picked{exact_block_kernel_generic(), "generic"}; },
+      [] { return Picked{exact_block_kernel_avx2(), "avx2"}; }, [] { return Picked{exact_block_kernel_avx512(), "avx512"}; },
+      [] { return Picked{}; });
 }
 
 void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {
-  exact_block_rows_with(pick_kernel().kernel, g, o, m0, m1, out);
+  exact_block_rows_with(pick_kernel(o).kernel, g, o, m0, m1, out);
 }
 
 }  // namespace
@@ -236,7 +236,7 @@ ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o) {
   if (!split_is_exact(g.a.format, g.b.format, block)) return {};
   // a chunk holds whole blocks: past kMaxFastBlock products its buffers would grow with B
   if (std::min(block, segment_length(g)) > kMaxFastBlock) return {};
-  return {.rows = &rows_impl, .isa = pick_kernel().name};
+  return {.rows = &rows_impl, .isa = pick_kernel(o).name};
 }
 
 }  // namespace fp8q::detail

@@ -51,18 +51,18 @@ constexpr std::size_t kMr = kFuMr, kNr = kFuNr;
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kNc = 64 * kNr;
 
 struct Picked {
-  FuKernel kernel;
+  FuKernel kernel = nullptr;
   std::string_view name;
+  explicit operator bool() const { return kernel != nullptr; }
 };
 
-// AVX-512 under FP8Q_ISA=avx512 (or unset) where the CPU has it, else AVX2, else the portable one.
-Picked pick_kernel() {
-  const Isa isa = active_isa();
-  if (isa == Isa::kAvx512)
-    if (FuKernel k = fused_kernel_avx512()) return {k, "avx512"};
-  if (isa != Isa::kGeneric)
-    if (FuKernel k = fused_kernel_avx2()) return {k, "avx2"};
-  return {fused_kernel_generic(), "generic"};
+// AVX-512 where the CPU has it (and neither FP8Q_ISA nor GemmOptions::isa says less), else AVX2,
+// else the portable one.
+Picked pick_kernel(const GemmOptions& o) {
+  return dispatch(
+      resolve_isa(o.isa, "GemmOptions::isa"), [] { return Picked{fused_kernel_generic(), "generic"}; },
+      [] { return Picked{fused_kernel_avx2(), "avx2"}; }, [] { return Picked{fused_kernel_avx512(), "avx512"}; },
+      [] { return Picked{}; });
 }
 
 // K indices of special (NaN, Inf) codes, per row of A and per column of B, in increasing order.
@@ -252,7 +252,7 @@ void fused_rows_with(FuKernel kernel, const GemmArgs& g, const GemmOptions& o, s
 
 namespace {
 void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {
-  fused_rows_with(pick_kernel().kernel, g, o, m0, m1, out);
+  fused_rows_with(pick_kernel(o).kernel, g, o, m0, m1, out);
 }
 }  // namespace
 
@@ -271,7 +271,7 @@ ModelPath fused_path(const GemmArgs& g, const GemmOptions& o) {
   // a step's integer sum: (n + 1) terms below 2^(A + 2) each must fit an int32
   const auto n = static_cast<std::uint64_t>(o.model.block);
   if ((n + 1) << (o.model.align_bits + 2) > (std::uint64_t{1} << 31)) return {};
-  return {.rows = &rows_impl, .isa = pick_kernel().name};
+  return {.rows = &rows_impl, .isa = pick_kernel(o).name};
 }
 
 }  // namespace fp8q::detail

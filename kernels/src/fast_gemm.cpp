@@ -223,12 +223,14 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const detail::SeqMicro& 
 constexpr std::size_t kSlabRows = 8 * kMc;
 
 // The fp32 result into out32, or its bf16 rounding into out16 (the other is null). micro: the
-// fast path's kernel (seq_micro() when null; unused off that path).
+// fast path's kernel (seq_micro() of the options' ISA when null; unused off that path).
 void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* out16,
          const detail::SeqMicro* micro = nullptr) {
   const detail::ModelPath other = model_path(g, o);
   const bool fast = vectorised(g, o);
-  const detail::SeqMicro kernel = !fast ? detail::SeqMicro{} : micro != nullptr ? *micro : detail::seq_micro();
+  const detail::SeqMicro kernel = !fast            ? detail::SeqMicro{}
+                                  : micro != nullptr ? *micro
+                                                     : detail::seq_micro(resolve_isa(o.isa, "GemmOptions::isa"));
   // Work is split by panels of kMr rows; a thread gets at least ~4 M multiply-adds (a thread
   // start costs tens of microseconds).
   const std::size_t panels = (g.m + kMr - 1) / kMr;
@@ -256,16 +258,12 @@ void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* o
 
 namespace detail {
 
-SeqMicro seq_micro() {
-  static const SeqMicro chosen = [] {
-    const Isa isa = active_isa();
-    if (isa == Isa::kAvx512)
-      if (PairKernel k = seq_kernel_avx512bf16()) return SeqMicro{.pairs = k, .name = "avx512bf16"};
-    if (isa != Isa::kGeneric)
-      if (SeqKernel k = seq_kernel_avx2()) return SeqMicro{.fp32 = k, .name = "avx2"};  // also AVX-512 without BF16
-    return SeqMicro{.fp32 = seq_kernel_generic(), .name = "generic"};
-  }();
-  return chosen;
+SeqMicro seq_micro(Isa isa) {
+  // AVX-512 without BF16 runs the AVX2 kernel
+  return dispatch(
+      isa, [] { return SeqMicro{.fp32 = seq_kernel_generic(), .name = "generic"}; },
+      [] { return SeqMicro{.fp32 = seq_kernel_avx2(), .name = "avx2"}; },
+      [] { return SeqMicro{.pairs = seq_kernel_avx512bf16(), .name = "avx512bf16"}; }, [] { return SeqMicro{}; });
 }
 
 void gemm_with(const GemmArgs& g, const GemmOptions& o, const SeqMicro& micro, std::span<float> out) {
@@ -283,7 +281,7 @@ void gemm_with(const GemmArgs& g, const GemmOptions& o, const SeqMicro& micro, s
 std::string_view gemm_path(const GemmArgs& g, const GemmOptions& o) {
   if (const detail::ModelPath p = model_path(g, o); p.rows != nullptr) return p.isa;
   if (!vectorised(g, o)) return "reference";
-  return detail::seq_micro().name;
+  return detail::seq_micro(resolve_isa(o.isa, "GemmOptions::isa")).name;
 }
 
 void gemm(const GemmArgs& g, const GemmOptions& o, std::span<float> out) {

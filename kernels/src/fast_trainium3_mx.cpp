@@ -204,11 +204,13 @@ ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o) {
   if (g.a.scaling != OperandScaling::kMx32 && g.a.scaling != OperandScaling::kNone) return {};
   if (g.b.scaling != OperandScaling::kMx32 && g.b.scaling != OperandScaling::kNone) return {};
   if (!plan(g, o, true).exact) return {};
-  const Isa isa = active_isa();
-  if (isa == Isa::kAvx512 && trn3mx_kernel_avx512().run != nullptr) return {rows<trn3mx_kernel_avx512>, "avx512"};
-  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && trn3mx_kernel_avx2().run != nullptr)
-    return {rows<trn3mx_kernel_avx2>, "avx2"};
-  return {rows<trn3mx_kernel_generic>, "generic"};
+  auto path = [](Trn3MxKernel (*kernel)(), RowsFn rows, const char* name) {
+    return kernel().run != nullptr ? ModelPath{rows, name} : ModelPath{};
+  };
+  return dispatch(
+      resolve_isa(o.isa, "GemmOptions::isa"), [] { return ModelPath{rows<trn3mx_kernel_generic>, "generic"}; },
+      [&] { return path(trn3mx_kernel_avx2, rows<trn3mx_kernel_avx2>, "avx2"); },
+      [&] { return path(trn3mx_kernel_avx512, rows<trn3mx_kernel_avx512>, "avx512"); }, [] { return ModelPath{}; });
 }
 
 }  // namespace fp8q::detail

@@ -19,6 +19,7 @@ using RowsFn = void (*)(const GemmArgs& g, const GemmOptions& o, std::size_t m0,
 struct ModelPath {
   RowsFn rows = nullptr;   // nullptr: no fast path for these arguments
   std::string_view isa{};  // "avx512", "avx2" or "generic"
+  explicit operator bool() const { return rows != nullptr; }
 };
 
 // exact_block:B on plain, block-128 or MX scaling (MX: B divides 32, not dequantized to bf16).

@@ -78,6 +78,7 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
 
 void check_gemm(const GemmArgs& g, const GemmOptions& o, std::span<const std::byte> out, std::size_t out_size) {
   validate(o.model);
+  resolve_isa(o.isa, "GemmOptions::isa");  // a forced ISA this CPU lacks is refused on every path
   const std::size_t kb = (g.k + kScaleBlock - 1) / kScaleBlock, nb = (g.n + kScaleBlock - 1) / kScaleBlock;
   const std::size_t kg = (g.k + kMxGroup - 1) / kMxGroup;
   check_operand(g.a, "a", g.m, g.k, g.m, product(g.m, kb, "a.scale_inv"), g.m, kg);

@@ -1,5 +1,5 @@
 // Internal: which micro-kernel the fp32_sequential / systolic fast path runs (fast_gemm.cpp).
-// gemm() takes seq_micro(); tests and benchmarks name one to compare kernels in one process.
+// gemm() takes seq_micro() of its ISA; tests and benchmarks name one to compare kernels in one process.
 // Not installed.
 #pragma once
 
@@ -17,11 +17,12 @@ struct SeqMicro {
   SeqKernel fp32 = nullptr;    // fp32 panels, kMr x kNr tiles (seq.hpp)
   PairKernel pairs = nullptr;  // bf16 pair panels, kPairMr x kPairNr tiles (seq_bf16.hpp)
   std::string_view name;       // gemm_path()'s name: "avx512bf16", "avx2" or "generic"
+  explicit operator bool() const { return fp32 != nullptr || pairs != nullptr; }
 };
 
-// The best kernel under active_isa(): AVX-512 BF16 where the CPU has it (FP8Q_ISA=avx512 or
-// unset), else AVX2 + FMA (FP8Q_ISA=avx2 reaches it on any AVX2 CPU), else the portable one.
-SeqMicro seq_micro();
+// The kernel for a supported `isa` (fp8q/numerics/isa.hpp's dispatch): AVX-512 BF16 where the
+// CPU has it, else AVX2 + FMA (also on AVX-512 without BF16), else the portable one.
+SeqMicro seq_micro(Isa isa);
 
 // gemm() on the fp32_sequential / systolic fast path with the given kernel (its name is not
 // checked: a test may pass its own emulation). Throws std::invalid_argument when these

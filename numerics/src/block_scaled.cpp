@@ -58,12 +58,7 @@ void check_common(std::span<const std::byte> in, const Format& from, std::size_t
   if (bulk.threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(bulk.threads));
 }
 
-Isa chosen_isa(const BulkOptions& bulk) {
-  const Isa isa = bulk.isa.value_or(active_isa());
-  if (!isa_supported(isa))
-    throw std::invalid_argument("instruction set " + std::string(isa_name(isa)) + " is not available here");
-  return isa;
-}
+Isa chosen_isa(const BulkOptions& bulk) { return resolve_isa(bulk.isa, "BulkOptions::isa"); }
 
 // fp32 bit pattern of a source element (exact: fp32, bf16 and fp16 values are all fp32 values).
 std::uint32_t f32_bits(const std::byte* p, const Format& from) {

@@ -62,7 +62,9 @@ WidenFn widen_kernel(Isa isa, const Format& from, const Format& to, const void* 
   if (isa == Isa::kGeneric || !(to == kF32 || to == kBF16 || to == kF16)) return nullptr;
   const WideOut w = to == kF32 ? WideOut::kF32 : to == kBF16 ? WideOut::kBF16 : WideOut::kF16;
   if (!detail::make_widen_params(from, w, table, p)) return nullptr;
-  return isa == Isa::kNeon ? detail::widen_kernel_neon(w) : detail::widen_kernel_avx2(w);
+  return dispatch(
+      isa, [] { return WidenFn{}; }, [&] { return detail::widen_kernel_avx2(w); }, kNoKernel,
+      [&] { return detail::widen_kernel_neon(w); });
 }
 
 void convert_by_table(std::span<const std::byte> in, const Format& from, std::span<std::byte> out,
@@ -133,10 +135,7 @@ Call check_call(std::span<const std::byte> in, const Format& from, std::span<std
     throw std::invalid_argument("output holds " + std::to_string(out.size()) + " bytes; " + std::to_string(n) +
                                 " " + std::string(to.name) + " elements need " + std::to_string(n * ob));
   if (bulk.threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(bulk.threads));
-  const Isa isa = bulk.isa.value_or(active_isa());
-  if (!isa_supported(isa))
-    throw std::invalid_argument("instruction set " + std::string(isa_name(isa)) + " is not available here");
-  return {n, ib, ob, isa};
+  return {n, ib, ob, resolve_isa(bulk.isa, "BulkOptions::isa")};
 }
 
 }  // namespace

@@ -149,9 +149,8 @@ constexpr TransposeKernels kBase{&tile_column_base, &copy_base};
 const TransposeKernels& kernels_for(Isa isa) {
   // AVX-512 machines run the AVX2 kernels (a tile row is 64 bytes: one 512-bit register would
   // hold a whole row, but the shuffles that interleave rows work per 128-bit lane either way)
-  if (isa != Isa::kGeneric)
-    if (const detail::TransposeKernels* k = detail::transpose_kernels_avx2()) return *k;
-  return kBase;
+  return *dispatch(
+      isa, [] { return &kBase; }, detail::transpose_kernels_avx2, kNoKernel, kNoKernel);
 }
 
 // Non-temporal stores are weakly ordered: fence them before the thread reports completion.
@@ -324,9 +323,7 @@ float cast_transpose(std::span<const std::byte> in, const Format& from, std::siz
                                 " codes in each output; got " + std::to_string(in.size()) + ", " +
                                 std::to_string(q.size()) + " and " + std::to_string(qt.size()));
   if (bulk.threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(bulk.threads));
-  const Isa isa = bulk.isa.value_or(active_isa());
-  if (!isa_supported(isa))
-    throw std::invalid_argument("instruction set " + std::string(isa_name(isa)) + " is not available here");
+  const Isa isa = resolve_isa(bulk.isa, "BulkOptions::isa");
   if (n == 0) return 0.0f;
   const detail::NarrowFn fn = detail::narrow_supported(from, to)
                                   ? detail::narrow_kernel(isa, detail::source_of(from), options.rounding)

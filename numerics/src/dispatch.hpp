@@ -59,23 +59,19 @@ inline Source source_of(const Format& f) {
 }
 
 inline NarrowFn narrow_kernel(Isa isa, Source s, Rounding r) {
-  NarrowFn fn = nullptr;
-  if (isa == Isa::kAvx512) fn = narrow_kernel_avx512(s, r);
-  if (isa == Isa::kAvx2) fn = narrow_kernel_avx2(s, r);
-  if (isa == Isa::kNeon) fn = narrow_kernel_neon(s, r);
-  return fn != nullptr ? fn : narrow_kernel_generic(s, r);
+  return dispatch(
+      isa, [&] { return narrow_kernel_generic(s, r); }, [&] { return narrow_kernel_avx2(s, r); },
+      [&] { return narrow_kernel_avx512(s, r); }, [&] { return narrow_kernel_neon(s, r); });
 }
 
 // nullptr: no SIMD MX kernel for this ISA (the caller runs the scalar reference). bf16 under
 // nearest-even runs the AVX2 text on AVX-512 CPUs too: its 16-bit kernel (a 32-element block
 // per group of four 8-lane vectors) has no 16-lane form (docs/performance.md, "Trainium3's MXFP8 path").
 inline MxFn mx_kernel(Isa isa, Source s, Rounding r) {
-  if (isa == Isa::kAvx512 && s == Source::kBF16 && r == Rounding::kNearestEven)
-    if (MxFn avx2 = mx_kernel_avx2(s, r)) return avx2;
-  if (isa == Isa::kAvx512) return mx_kernel_avx512(s, r);
-  if (isa == Isa::kAvx2) return mx_kernel_avx2(s, r);
-  if (isa == Isa::kNeon) return mx_kernel_neon(s, r);
-  return nullptr;
+  const bool bf16_nearest = s == Source::kBF16 && r == Rounding::kNearestEven;
+  return dispatch(
+      isa, [] { return MxFn{}; }, [&] { return mx_kernel_avx2(s, r); },
+      [&] { return bf16_nearest ? MxFn{} : mx_kernel_avx512(s, r); }, [&] { return mx_kernel_neon(s, r); });
 }
 
 }  // namespace fp8q::detail

@@ -53,6 +53,14 @@ bool isa_supported(Isa isa) {
   }
 }
 
+Isa resolve_isa(const std::optional<Isa>& forced, std::string_view option) {
+  if (!forced) return active_isa();
+  if (!isa_supported(*forced))
+    throw std::invalid_argument(std::string(option) + ": instruction set " + std::string(isa_name(*forced)) +
+                                " is not available here");
+  return *forced;
+}
+
 Isa active_isa() {
   static const Isa chosen = [] {
     Isa cap = kAllIsas.back();

@@ -61,11 +61,7 @@ constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, void>, &bits_base<std::u
 }  // namespace
 
 const MaxAbsKernels& max_abs_kernels(Isa isa) {
-  if (isa == Isa::kAvx2 || isa == Isa::kAvx512)
-    if (const MaxAbsKernels* k = max_abs_kernels_avx2()) return *k;
-  if (isa == Isa::kNeon)
-    if (const MaxAbsKernels* k = max_abs_kernels_neon()) return *k;
-  return kBase;
+  return *dispatch(isa, [] { return &kBase; }, max_abs_kernels_avx2, kNoKernel, max_abs_kernels_neon);
 }
 
 float amax_value(std::uint32_t bits, const Format& from) {
@@ -82,11 +78,7 @@ const detail::MaxAbsKernels& kernels_for(std::optional<Isa> forced) {
   // looked up once: per-block amaxes call this for every row of every block
   static const detail::MaxAbsKernels& active = detail::max_abs_kernels(active_isa());
   if (!forced) return active;
-  const Isa isa = *forced;
-  if (!isa_supported(isa))
-    throw std::invalid_argument("max_abs_bits: instruction set " + std::string(isa_name(isa)) +
-                                " is not available here");
-  return detail::max_abs_kernels(isa);
+  return detail::max_abs_kernels(resolve_isa(forced, "max_abs_bits: BulkOptions::isa"));
 }
 
 }  // namespace

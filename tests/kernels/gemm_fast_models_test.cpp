@@ -7,10 +7,13 @@
 // runs this binary with the best ISA, with FP8Q_ISA=avx2 and with FP8Q_ISA=generic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "fp8q/kernels/gemm.hpp"
 #include "fp8q/numerics/isa.hpp"
@@ -193,6 +196,40 @@ TEST(GemmFastModels, LongBlocksAreSizedByTheirProducts) {
 }
 
 // A caller that set round-toward-zero, FTZ and DAZ gets the same bits.
+// GemmOptions::isa forces each fast path's kernel: every ISA this CPU has gives the reference's
+// bits and names its kernel (AVX-512 -> AVX2 -> generic where a family lacks one); one it lacks
+// is refused, naming the option, whatever the model.
+TEST(GemmFastModels, EveryIsaTheCpuHasByTheOption) {
+  std::mt19937_64 rng(31);
+  Problem mx = random_problem(rng, 9, 40, 160, F::kE4M3FN, F::kE4M3FN, S::kMx32, S::kMx32, true, false, 0);
+  Problem plain = random_problem(rng, 9, 40, 160, F::kE4M3FN, F::kE5M2, S::kTensor, S::kPerRow, true, true, 0);
+  const std::tuple<const Problem*, M, std::vector<std::string_view>> cases[] = {
+      {&mx, M::exact_block(32), {"generic", "avx2", "avx512"}},
+      {&plain, M::hopper(), {"generic", "avx2", "avx512"}},
+      {&mx, M::trainium3_mx(Trn3Layout::k1x32), {"generic", "avx2", "avx512"}},
+      {&plain, M::fp32_sequential(), {"generic", "avx2", "avx512bf16"}},
+  };
+  for (const auto& [p, model, names] : cases) {
+    const GemmArgs g = p->args();
+    std::vector<float> ref(p->m * p->n), out(p->m * p->n);
+    gemm_reference(g, {.model = model}, std::span<float>(ref));
+    for (Isa isa : kAllIsas) {
+      const GemmOptions o{.model = model, .threads = 2, .isa = isa};
+      if (!isa_supported(isa)) {
+        EXPECT_THROW(gemm(g, o, std::span<float>(out)), std::invalid_argument) << isa_name(isa);
+        continue;
+      }
+      std::fill(out.begin(), out.end(), -1.0f);
+      gemm(g, o, std::span<float>(out));
+      for (std::size_t i = 0; i < ref.size(); ++i)
+        ASSERT_EQ(bits_of(ref[i]), bits_of(out[i])) << model_name(model) << " under " << isa_name(isa) << " at " << i;
+      const std::string_view path = gemm_path(g, o);
+      if (isa == Isa::kGeneric) EXPECT_EQ(path, "generic") << model_name(model);
+      EXPECT_NE(std::find(names.begin(), names.end(), path), names.end()) << model_name(model) << ": " << path;
+    }
+  }
+}
+
 TEST(GemmFastModels, CallerFpEnvironmentDoesNotMatter) {
   std::mt19937_64 rng(16);
   Problem p = random_problem(rng, 17, 19, 300, F::kE4M3FN, F::kE5M2, S::kMx32, S::kMx32, true, true, 0);

@@ -33,17 +33,21 @@ void ErrorStats::merge(const ErrorStats& o) {
 namespace detail {
 
 StretchFn stretch_kernel(Isa isa) {
-  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && isa_supported(Isa::kAvx2))
-    if (const ErrorKernels* k = error_kernels_avx2()) return k->stretch;
-  return stretch_generic;
+  auto avx2 = [] {
+    const ErrorKernels* k = error_kernels_avx2();
+    return k != nullptr ? k->stretch : StretchFn{};
+  };
+  return dispatch(isa, [] { return StretchFn{stretch_generic}; }, avx2, kNoKernel, kNoKernel);
 }
 
 namespace {
 
 ScanFn scan_kernel(Isa isa) {
-  if ((isa == Isa::kAvx2 || isa == Isa::kAvx512) && isa_supported(Isa::kAvx2))
-    if (const ErrorKernels* k = error_kernels_avx2()) return k->first_nonfinite;
-  return first_nonfinite_generic;
+  auto avx2 = [] {
+    const ErrorKernels* k = error_kernels_avx2();
+    return k != nullptr ? k->first_nonfinite : ScanFn{};
+  };
+  return dispatch(isa, [] { return ScanFn{first_nonfinite_generic}; }, avx2, kNoKernel, kNoKernel);
 }
 
 // Rows are summed in chunks of about this many elements; the chunks' sums are added in

@@ -33,6 +33,7 @@
 
 #include "fp8q/numerics/accumulation.hpp"
 #include "fp8q/numerics/format.hpp"
+#include "fp8q/numerics/isa.hpp"
 
 namespace fp8q {
 
@@ -79,6 +80,9 @@ struct GemmOptions {
   // nearest-even) and the plain model runs on them without scales.
   bool mx_dequantize_to_bf16 = false;
   int threads = 1;  // the result does not depend on it
+  // The fast path's instruction set, where one is forced (it must be supported); default
+  // active_isa() (fp8q/numerics/isa.hpp). The result does not depend on it either.
+  std::optional<Isa> isa{};
 };
 
 // The scalar reference, written straight from the definition above (reference_dot per output).
