@@ -14,7 +14,9 @@
 // and the midpoints are fp64 numbers, so x and the exact sum round alike otherwise); a step where
 // any lane is such a suspect takes the exact form: a two-sum r + e = t + s_p, r rounded to odd at 53 bits (one
 // ulp toward e where e != 0 and r's last bit is even), then to fp32 (Boldo & Melquiond, IEEE
-// TC 57(4), 2008: 53 >= 24 + 2). Both forms give the same bits; docs/numerics.md, "Fast paths".
+// TC 57(4), 2008: 53 >= 24 + 2). Both forms give the same bits; a text whose ISA rounds each
+// instruction its own way (AVX-512) rounds every step to odd from the sums rounded up and down
+// instead (trn3mx_kernel.hpp, add_odd). docs/numerics.md, "Fast paths".
 #pragma once
 
 #include <cstddef>
