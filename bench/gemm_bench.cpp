@@ -3,7 +3,8 @@
 // the same shape (fp32 operands already decoded); MXFP8 (e4m3fn codes with E8M0 scales per 32 K
 // on both operands) under exact_block:32, against OpenBLAS dgemm (fp64 operands already decoded
 // and scaled), and under trainium3_mx:1x32 and :wrapx (nc_matmul_mx, to 1024, against sgemm; wrapx
-// with the scales the hardware needs: one per wrapx group of 4 OCP blocks); systolic:128 with 1x128 x
+// with the scales the hardware needs: one per wrapx group of 4 OCP blocks), on uniform codes and
+// scales and on MX-quantized Gaussian data (_gaussian); systolic:128 with 1x128 x
 // 128x128 block scales (DeepSeek-V3's, on Trainium). All measured in the same run. M = N = K,
 // 1 and 2 threads.
 #include <cblas.h>
@@ -77,8 +78,31 @@ void block_case(benchmark::State& state, std::size_t n, int threads, const Accum
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));
 }
 
-void mx_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model) {
+// MX-quantized Gaussian data in place of o's codes and scales: each group of 32 K takes the
+// scale 2^ceil(log2(amax / 448)), which puts its largest |x| in e4m3fn's top binade as the MX
+// rules do, and its codes the nearest-even e4m3fn of x / scale.
+void gaussian_mx(Operands& o, std::size_t n) {
+  std::mt19937_64 rng(n + 1);
+  std::normal_distribution<double> normal;
+  const std::size_t groups = (n + 31) / 32;
+  auto quantize = [&](std::uint8_t* codes, std::size_t stride, std::uint8_t& scale) {
+    double x[32], amax = 0;
+    for (double& v : x) v = normal(rng), amax = std::max(amax, std::abs(v));
+    const int e = static_cast<int>(std::ceil(std::log2(amax / 448)));
+    scale = static_cast<std::uint8_t>(127 + e);
+    for (std::size_t i = 0; i < 32; ++i)
+      codes[i * stride] = static_cast<std::uint8_t>(encode_f64(std::ldexp(x[i], -e), kE4M3FN));
+  };
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t q = 0; q < groups; ++q) quantize(&o.a[r * n + 32 * q], 1, o.mx_a[r * groups + q]);
+  for (std::size_t q = 0; q < groups; ++q)
+    for (std::size_t c = 0; c < n; ++c) quantize(&o.b[32 * q * n + c], n, o.mx_b[q * n + c]);
+}
+
+void mx_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model,
+             bool gaussian = false) {
   Operands o = make(n);
+  if (gaussian) gaussian_mx(o, n);
   if (model.kind == AccumKind::kTrainium3Mx && model.layout == Trn3Layout::kWrapX) {
     // the 4 OCP blocks 16t + 4c + j (c = 0..3) of one wrapx group take block 16t + j's scale
     const std::size_t groups = (n + 31) / 32;
@@ -156,6 +180,10 @@ void register_gemm() {
         const std::string name = layout == Trn3Layout::k1x32 ? "1x32" : "wrapx";
         add_case("gemm/mxfp8_trainium3_" + name + suffix, {"gemm/openblas_sgemm" + suffix},
                  [n, t, layout](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::trainium3_mx(layout)); });
+        add_case("gemm/mxfp8_trainium3_" + name + "_gaussian" + suffix, {"gemm/openblas_sgemm" + suffix},
+                 [n, t, layout](benchmark::State& s) {
+                   mx_case(s, n, t, AccumulationModel::trainium3_mx(layout), true);
+                 });
       }
     }
 }

@@ -5,9 +5,10 @@
 //
 // Why it equals the reference bit for bit: each code is decoded to fp64 and multiplied by its
 // MX scale, exactly (<= 4 significant bits, |exponent| <= 127 + 17); the path is taken only when
-// every partition's 4-product sum is exact in fp64 (products_exact: the codes' bit range and the
-// scales' spread within a partition); t + s_p is rounded once (isa/trn3mx.hpp says how); every
-// operation runs under the IEEE default environment. Threads split the rows.
+// every partition's 4-product sum is exact in fp64 (partition_sums_exact: the codes' bit range and the
+// scales' spread within a partition); t + s_p is rounded once, in the form trn3_sums picks from
+// each tile's operands (isa/trn3mx.hpp); every operation runs under the IEEE default environment.
+// Threads split the rows.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -48,23 +49,13 @@ CodeBounds code_bounds(FormatId f, std::span<const std::uint8_t> present = {}) {
   return b;
 }
 
-// Scale exponents (code - 127) of an MX operand, NaN codes (0xFF) aside: the least, and the
-// largest spread among the 4 scales one partition's slots use (0 in 1x32, whose slots share one
-// 32-K group; in wrapx slot c of partition p at tile t reads group 16t + 4c + p / 32).
-struct ScaleStats {
-  int least = 0, spread = 0;
-};
-ScaleStats scale_stats(const GemmOptions& o, std::span<const std::uint8_t> scales, std::size_t lines, std::size_t groups,
-                       std::size_t line_stride, std::size_t group_stride) {
-  ScaleStats st;
-  int least = 255;
-  for (std::size_t l = 0; l < lines; ++l)
-    for (std::size_t q = 0; q < groups; ++q) {
-      const std::uint8_t s = scales[l * line_stride + q * group_stride];
-      if (s != 0xFF) least = std::min<int>(least, s);
-    }
-  if (least != 255) st.least = least - 127;
-  if (o.model.layout != Trn3Layout::kWrapX) return st;
+// The largest spread of an MX operand's scale exponents among the 4 scales one partition's
+// slots use, NaN codes (0xFF) aside: 0 in 1x32, whose slots share one 32-K group; in wrapx slot c
+// of partition p at tile t reads group 16t + 4c + p / 32.
+int scale_spread(const GemmOptions& o, std::span<const std::uint8_t> scales, std::size_t lines, std::size_t groups,
+                 std::size_t line_stride, std::size_t group_stride) {
+  int spread = 0;
+  if (o.model.layout != Trn3Layout::kWrapX) return spread;
   const std::size_t per_tile = kTrn3Slots / kGroup;  // 16 groups of 32 K
   for (std::size_t l = 0; l < lines; ++l)
     for (std::size_t t0 = 0; t0 < groups; t0 += per_tile)
@@ -75,42 +66,31 @@ ScaleStats scale_stats(const GemmOptions& o, std::span<const std::uint8_t> scale
           const std::uint8_t s = q < groups ? scales[l * line_stride + q * group_stride] : 0xFF;
           if (s != 0xFF) lo = std::min<int>(lo, s), hi = std::max<int>(hi, s);
         }
-        if (hi >= lo) st.spread = std::max(st.spread, hi - lo);
+        if (hi >= lo) spread = std::max(spread, hi - lo);
       }
-  return st;
+  return spread;
 }
 
-struct Trn3Plan {
-  bool exact = false;  // every partition's 4-product sum is exact in fp64
-  bool tiny = true;    // a sum may have bits below 2^-149
-};
-
-// scan_codes: where the formats' ranges do not fit, bound the codes present instead (e5m2 x e5m2).
-Trn3Plan plan(const GemmArgs& g, const GemmOptions& o, bool scan_codes) {
+// Every partition's 4-product sum is exact in fp64: 4 products below 2^(top_a + top_b + 2 +
+// e_max), multiples of 2^(low_a + low_b + e_min), fit 53 bits; bounded by the formats, or where
+// their ranges do not fit, by the codes present (e5m2 x e5m2).
+bool partition_sums_exact(const GemmArgs& g, const GemmOptions& o) {
   const std::size_t kg = (g.k + kGroup - 1) / kGroup;
-  const bool mx_a = g.a.scaling == OperandScaling::kMx32, mx_b = g.b.scaling == OperandScaling::kMx32;
-  const ScaleStats sa = mx_a ? scale_stats(o, g.a.mx_scale, g.m, kg, kg, 1) : ScaleStats{};
-  const ScaleStats sb = mx_b ? scale_stats(o, g.b.mx_scale, g.n, kg, 1, g.n) : ScaleStats{};
+  const int spread = (g.a.scaling == OperandScaling::kMx32 ? scale_spread(o, g.a.mx_scale, g.m, kg, kg, 1) : 0) +
+                     (g.b.scaling == OperandScaling::kMx32 ? scale_spread(o, g.b.mx_scale, g.n, kg, 1, g.n) : 0);
   CodeBounds ba = code_bounds(g.a.format), bb = code_bounds(g.b.format);
-  Trn3Plan p;
-  if (!ba.any() || !bb.any()) return {true, false};  // every product is 0 or special
-  p.tiny = ba.low + bb.low + sa.least + sb.least < -149;
-  // 4 products below 2^(top_a + top_b + 2 + e_max), multiples of 2^(low_a + low_b + e_min):
-  // their fp64 sums are exact when the span fits 53 bits
-  auto fits = [&] { return ba.top + bb.top + 2 + 2 - (ba.low + bb.low) + sa.spread + sb.spread <= 53; };
-  if (!fits() && scan_codes) {
-    ba = code_bounds(g.a.format, g.a.codes), bb = code_bounds(g.b.format, g.b.codes);
-    if (!ba.any() || !bb.any()) return {true, false};
-  }
-  p.exact = fits();
-  return p;
+  auto fits = [&] { return !ba.any() || !bb.any() || ba.top + bb.top + 2 + 2 - (ba.low + bb.low) + spread <= 53; };
+  if (fits()) return true;
+  ba = code_bounds(g.a.format, g.a.codes), bb = code_bounds(g.b.format, g.b.codes);
+  return fits();
 }
 
 // Operands in partition-slot order, times their MX scales; slots past K: -0 in A, +0 in B.
 using Table = std::array<double, 256>;
 
 void decode_a(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t rows, std::size_t rows_p,
-              std::size_t k0, const Table& value, const Table& pow2, double* a) {
+              std::size_t k0, const Table& value, const Table& pow2, double* a, Trn3Range& range) {
+  range = {};
   const std::size_t K = g.k, kg = (K + kGroup - 1) / kGroup;
   const bool mx = g.a.scaling == OperandScaling::kMx32;
   for (std::size_t r = 0; r < rows_p; ++r)
@@ -122,14 +102,16 @@ void decode_a(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size
         if (mx) x *= pow2[g.a.mx_scale[m * kg + k / kGroup]];
       }
       a[r * kTrn3Slots + i] = x;
+      range.add(x);
     }
 }
 
 void decode_b(const GemmArgs& g, const GemmOptions& o, std::size_t k0, std::size_t cols, std::size_t panels,
-              const Table& value, const Table& pow2, double* b) {
+              const Table& value, const Table& pow2, double* b, Trn3Range* range) {
   const std::size_t K = g.k, N = g.n;
   const bool mx = g.b.scaling == OperandScaling::kMx32;
   std::fill(b, b + panels * kTrn3Slots * cols, 0.0);
+  std::fill(range, range + panels, Trn3Range{});
   for (std::size_t i = 0; i < kTrn3Slots; ++i) {
     const std::size_t k = k0 + slot_k(o.model.layout, i);
     if (k >= K) continue;
@@ -139,6 +121,7 @@ void decode_b(const GemmArgs& g, const GemmOptions& o, std::size_t k0, std::size
       double x = value[codes[n]];
       if (mx) x *= pow2[scales[n]];
       b[((n / cols) * kTrn3Slots + i) * cols + n % cols] = x;
+      range[n / cols].add(x);
     }
   }
 }
@@ -164,23 +147,24 @@ void trainium3_mx_rows_with(Trn3MxKernel kernel, const GemmArgs& g, const GemmOp
   const std::size_t K = g.k, N = g.n, R = kernel.rows, W = kernel.cols;
   const std::size_t panels = (N + W - 1) / W, np = panels * W, rows = m1 - m0;
   const std::size_t block = (kRowBlock + R - 1) / R * R;
-  const bool tiny = plan(g, o, false).tiny;
   const Table va = values(g.a.format), vb = values(g.b.format), pow2 = e8m0_values();
   // PSUM starts at the accumulator input C0 (gemm.hpp); padded rows and columns are dropped
   std::vector<float> psum((rows + block) * np, 0.0f);
   start_rows(g, m0, rows, out);
   for (std::size_t r = 0; r < rows; ++r) std::copy_n(out + r * N, N, psum.data() + r * np);
   std::vector<double> a(block * kTrn3Slots), b(panels * kTrn3Slots * W);
+  std::vector<Trn3Range> range_b(panels);
   for (std::size_t k0 = 0; k0 < K; k0 += kTrn3Slots) {
     const std::size_t left = K - k0;
     const std::size_t parts = std::min(kTrn3Parts, o.model.layout == Trn3Layout::kWrapX ? left : (left + 3) / 4);
-    decode_b(g, o, k0, W, panels, vb, pow2, b.data());
+    decode_b(g, o, k0, W, panels, vb, pow2, b.data(), range_b.data());
     for (std::size_t r0 = 0; r0 < rows; r0 += block) {
       const std::size_t n_rows = std::min(block, rows - r0), rows_p = (n_rows + R - 1) / R * R;
-      decode_a(g, o, m0 + r0, n_rows, rows_p, k0, va, pow2, a.data());
+      Trn3Range range_a;
+      decode_a(g, o, m0 + r0, n_rows, rows_p, k0, va, pow2, a.data(), range_a);
       for (std::size_t j = 0; j < panels; ++j)
         kernel.run({.a = a.data(), .b = b.data() + j * kTrn3Slots * W, .rows = rows_p, .parts = parts,
-                    .psum = psum.data() + r0 * np + j * W, .ldp = np, .tiny = tiny});
+                    .psum = psum.data() + r0 * np + j * W, .ldp = np, .sums = trn3_sums(range_a, range_b[j])});
     }
   }
   for (std::size_t r = 0; r < rows; ++r) std::copy_n(psum.data() + r * np, N, out + r * N);
@@ -203,7 +187,7 @@ ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o) {
     return {};
   if (g.a.scaling != OperandScaling::kMx32 && g.a.scaling != OperandScaling::kNone) return {};
   if (g.b.scaling != OperandScaling::kMx32 && g.b.scaling != OperandScaling::kNone) return {};
-  if (!plan(g, o, true).exact) return {};
+  if (!partition_sums_exact(g, o)) return {};
   auto path = [](Trn3MxKernel (*kernel)(), RowsFn rows, const char* name) {
     return kernel().run != nullptr ? ModelPath{rows, name} : ModelPath{};
   };

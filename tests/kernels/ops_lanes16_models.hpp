@@ -12,6 +12,7 @@
 // Included by the test inside an anonymous namespace.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -247,6 +248,13 @@ struct OpsTrn3Lanes8Odd : OpsTrn3Lanes8 {
                           : r == 0 && !(std::signbit(a) && std::signbit(b)) ? -0.0
                                                                                 : r;
       return (recast<std::uint64_t>(down) & 1) != 0 ? down : up;
+    });
+  }
+  // vpandq with the exponent field, vfmadd231pd, vfnmadd231pd
+  static D round_f32_bounded(D x) {
+    return lanewise<D>([&](std::size_t i) {
+      const double e = std::bit_cast<double>(std::bit_cast<std::uint64_t>(x.x[i]) & 0x7FF0000000000000ull);
+      return std::fma(-e, 0x1.8p29, std::fma(e, 0x1.8p29, x.x[i]));
     });
   }
 };

@@ -195,5 +195,81 @@ TEST(Trn3MxLanes8, MidpointsTakeTheExactForm) {
   }
 }
 
+// ---- tiles whose every t + s_p is exact (trn3_sums) ----------------------------------------
+
+detail::Trn3Range range_of(std::initializer_list<double> values) {
+  detail::Trn3Range r;
+  for (double x : values) r.add(x);
+  return r;
+}
+
+// The range of a problem's decoded operand (codes times their MX scales), as the driver forms
+// it over each tile; over the whole operand it bounds every tile's.
+detail::Trn3Range operand_range(const Problem& p, bool a) {
+  const std::size_t kg = (p.k + 31) / 32;
+  detail::Trn3Range r;
+  for (std::size_t i = 0; i < (a ? p.m : p.n); ++i)
+    for (std::size_t k = 0; k < p.k; ++k) {
+      const std::uint8_t code = a ? p.a[i * p.k + k] : p.b[k * p.n + i];
+      const std::uint8_t e = a ? p.mx_a[i * kg + k / 32] : p.mx_b[(k / 32) * p.n + i];
+      r.add(std::ldexp(static_cast<double>(decode_f32(code, format_of(a ? p.fa : p.fb))), e - 127));
+    }
+  return r;
+}
+
+// Range::add keeps the largest exponent and the lowest set bit of nonzero finite values; the
+// sums are exact when top_a + top_b + 12 - (low_a + low_b) <= 53, rounded by the bounded form
+// when also low_a + low_b >= -149, top_a + top_b + 12 <= 127 and no operand is Inf or NaN.
+TEST(Trn3Sums, ChosenFromTheOperandsRange) {
+  using detail::Trn3Sums;
+  const detail::Trn3Range r = range_of({3.0, -0.375, 0.0, -0.0});
+  EXPECT_EQ(r.top, 1);
+  EXPECT_EQ(r.low, -3);
+  EXPECT_FALSE(r.special);
+  EXPECT_TRUE(range_of({1.0, NAN}).special);
+  EXPECT_TRUE(range_of({-INFINITY}).special);
+  EXPECT_FALSE(range_of({0.0, INFINITY}).any());
+  const detail::Trn3Range e4m3 = range_of({448.0, 1.0, 0x1p-9}), one = range_of({1.0});
+  EXPECT_EQ(detail::trn3_sums(e4m3, e4m3), Trn3Sums::kExactBounded);  // 46 bits
+  EXPECT_EQ(detail::trn3_sums(range_of({0x1p20, 0x1p-21}), one), Trn3Sums::kExactBounded);  // 53 bits
+  EXPECT_EQ(detail::trn3_sums(range_of({0x1p20, 0x1p-22}), one), Trn3Sums::kChecked);      // 54 bits
+  EXPECT_EQ(detail::trn3_sums(range_of({0x1p-80}), range_of({0x1p-70})), Trn3Sums::kExact);  // 2^-150
+  EXPECT_EQ(detail::trn3_sums(range_of({0x1p-80, 0x1p-20}), range_of({0x1p-70})), Trn3Sums::kCheckedTiny);
+  EXPECT_EQ(detail::trn3_sums(range_of({0x1p115}), one), Trn3Sums::kExactBounded);  // below 2^127
+  EXPECT_EQ(detail::trn3_sums(range_of({0x1p116}), one), Trn3Sums::kExact);
+  EXPECT_EQ(detail::trn3_sums(range_of({1.0, NAN}), one), Trn3Sums::kExact);
+  EXPECT_EQ(detail::trn3_sums(range_of({0.0, NAN}), e4m3), Trn3Sums::kExact);  // no finite product
+}
+
+// Each exact form through every kernel: e4m3fn codes of the whole range with scales 2^-1 .. 2^1
+// (46 + 4 bits: the bounded form, with many exact fp32 ties), and beside it e2m1 x e4m3fn; scales
+// near 2^-75 (sums below 2^-149: the conversion), near 2^60 (sums past fp32's range), and NaN codes.
+TEST(Trn3MxLanes8, ExactSumsInEveryForm) {
+  using detail::Trn3Sums;
+  std::mt19937_64 rng(26);
+  struct Case {
+    F fa, fb;
+    int scale;
+    unsigned special_odds;
+    Trn3Sums sums;
+  };
+  const Case cases[] = {{F::kE4M3FN, F::kE4M3FN, 127, 0, Trn3Sums::kExactBounded},
+                        {F::kE2M1, F::kE4M3FN, 127, 0, Trn3Sums::kExactBounded},
+                        {F::kE4M3FN, F::kE4M3FN, 127 - 75, 0, Trn3Sums::kExact},
+                        {F::kE4M3FN, F::kE4M3FN, 127 + 60, 0, Trn3Sums::kExact},
+                        {F::kE4M3FN, F::kE4M3FN, 127, 40, Trn3Sums::kExact}};
+  for (Trn3Layout layout : {Trn3Layout::k1x32, Trn3Layout::kWrapX})
+    for (const Case& c : cases)
+      for (const auto& s : {testing::Shape{5, 40, 1030}, testing::Shape{8, 17, 512}}) {
+        Problem p = random_problem(rng, s.m, s.n, s.k, c.fa, c.fb, S::kMx32, S::kMx32, false, false, c.special_odds);
+        for (auto& e : p.mx_a) e = static_cast<std::uint8_t>(c.scale - 1 + static_cast<int>(rng() % 2));
+        for (auto& e : p.mx_b) e = static_cast<std::uint8_t>(c.scale);
+        if (layout == Trn3Layout::kWrapX) wrapx_scales(p, rng);
+        ASSERT_EQ(detail::trn3_sums(operand_range(p, true), operand_range(p, false)), c.sums)
+            << "case " << (&c - cases);
+        expect_same(p, layout);
+      }
+}
+
 }  // namespace
 }  // namespace fp8q

@@ -32,7 +32,7 @@ const std::map<std::string, std::string>& case_sets() {
       {"mxfp8",
        "^(copy/.*|convert/(f32_to_e4m3fn|e4m3fn_to_f32|bf16_to_e4m3fn|f32_to_e5m2).*|quant/mx_.*"
        "|gemm/(openblas_sgemm|fp32_sequential|systolic128|fused_hopper)/2048"
-       "|gemm/(openblas_sgemm|mxfp8_trainium3_1x32|mxfp8_trainium3_wrapx)/1024)/threads:1$"},
+       "|gemm/(openblas_sgemm|mxfp8_trainium3_(1x32|wrapx)(_gaussian)?)/1024)/threads:1$"},
   };
   return sets;
 }

@@ -17,13 +17,55 @@
 // TC 57(4), 2008: 53 >= 24 + 2). Both forms give the same bits; a text whose ISA rounds each
 // instruction its own way (AVX-512) rounds every step to odd from the sums rounded up and down
 // instead (trn3mx_kernel.hpp, add_odd). docs/numerics.md, "Fast paths".
+//
+// Where the operands of a tile make every fp64 t + s_p exact (trn3_sums), x = fp64(t + s_p) is
+// the exact sum and fp32(x) is the single rounding: no check and no directed rounding.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 
 namespace fp8q::detail {
 
 inline constexpr std::size_t kTrn3Slots = 512, kTrn3Parts = 128;
+
+// The exponent range of the nonzero finite decoded operands of a tile (each a multiple of 2^low
+// and below 2^(top + 1) in magnitude), and whether any operand is Inf or NaN.
+struct Trn3Range {
+  int low = 1 << 20, top = -(1 << 20);
+  bool special = false;
+  bool any() const { return top >= low; }
+  void add(double x) {
+    const std::uint64_t b = std::bit_cast<std::uint64_t>(x) & 0x7FFFFFFFFFFFFFFFu;
+    const int e = static_cast<int>(b >> 52);
+    if (e == 0x7FF) special = true;
+    if (b == 0 || e == 0x7FF) return;
+    top = std::max(top, e == 0 ? -1023 : e - 1023);
+    low = std::min(low, (e == 0 ? -1074 : e - 1075) + std::countr_zero(b | (std::uint64_t{1} << 52)));
+  }
+};
+
+// How a tile forms fp32(t + s_p), chosen by the driver from the tile's operands (trn3_sums).
+enum class Trn3Sums : std::uint8_t {
+  kChecked,       // x = fp64(t + s_p) may be inexact: checked, or rounded to odd
+  kCheckedTiny,   // as kChecked, and sums may have bits below 2^-149
+  kExact,         // every x is exact: fp32(x) is the one rounding
+  kExactBounded,  // as kExact, and every x is finite, below 2^127, with no bit below 2^-149
+};
+
+// Every t + s_p of a tile is exact in fp64 when the span fits 53 bits: a product is below
+// 2^(top_a + top_b + 2), s_p below 2^(top_a + top_b + 4), t (at most 128 of them, each rounding
+// by a factor of at most 1 + 2^-24) below 2^(top_a + top_b + 12); all are multiples of
+// 2^(low_a + low_b) (an fp32 rounding keeps that). A side with no nonzero finite operand makes
+// every product zero or special, and those sums are exact too.
+inline Trn3Sums trn3_sums(const Trn3Range& a, const Trn3Range& b) {
+  if (!a.any() || !b.any()) return Trn3Sums::kExact;
+  const int top = a.top + b.top + 12, low = a.low + b.low;
+  if (top - low > 53) return low < -149 ? Trn3Sums::kCheckedTiny : Trn3Sums::kChecked;
+  return low >= -149 && top <= 127 && !a.special && !b.special ? Trn3Sums::kExactBounded : Trn3Sums::kExact;
+}
 
 struct Trn3MxTile {
   const double* a = nullptr;  // rows x kTrn3Slots, row-major
@@ -32,7 +74,7 @@ struct Trn3MxTile {
   std::size_t parts = 0;      // partitions to run, 1..kTrn3Parts
   float* psum = nullptr;      // psum[r * ldp + j], updated in place
   std::size_t ldp = 0;
-  bool tiny = false;  // sums may have bits below 2^-149: suspect every x below 2^-126 too
+  Trn3Sums sums = Trn3Sums::kCheckedTiny;
 };
 
 struct Trn3MxKernel {

@@ -63,6 +63,14 @@ struct OpsTrn3Avx512 {
   }
   // the zero-masked forms: the same conversions, without GCC 12's uninitialised-operand warning
   static D round_f32(D x) { return _mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_cvtpd_ps(0xFF, x)); }
+  // x + c - c with c = 1.5 * 2^(e + 29), 2^e <= |x| < 2^(e + 1): x + c lies in c's binade, whose
+  // ulp is fp32's at x, 2^(e - 23), and c is an even multiple of it, so the sum rounds x as fp32
+  // does, ties to even; the difference is exact. Two FMAs for the two conversions
+  static D round_f32_bounded(D x) {
+    const D e = _mm512_castsi512_pd(_mm512_and_si512(bits(x), _mm512_set1_epi64(0x7FF0000000000000)));
+    const D k = _mm512_set1_pd(0x1.8p29);
+    return _mm512_fnmadd_pd(e, k, _mm512_fmadd_pd(e, k, x));
+  }
   static P p_load(const float* p) { return _mm256_loadu_ps(p); }
   static void p_store(float* p, P v) { _mm256_storeu_ps(p, v); }
   static P p_add(P psum, D t) { return _mm256_add_ps(psum, _mm512_maskz_cvtpd_ps(0xFF, t)); }

@@ -18,6 +18,7 @@
 // and, where the ISA rounds each instruction its own way (optional):
 //   add_odd(t, s)   t + s rounded to odd at 53 bits; then fp32 of it is fp32(t + s), one rounding
 //                   (53 >= 24 + 2), whatever t + s is, with no test and no branch
+//   round_f32_bounded(x)  round_f32(x) for finite x below 2^127 with no bit below 2^-149
 // Each lane runs the same operations in the same order, so every lane width gives its bits.
 // Included inside an anonymous namespace by each ISA's translation unit and by the test.
 #pragma once
@@ -32,6 +33,7 @@ template <class O, int kR, int kV>
 struct Trn3MxKernelT {
   using D = typename O::D;
   using M = typename O::M;
+  using Sums = fp8q::detail::Trn3Sums;
   static constexpr std::size_t kSlots = fp8q::detail::kTrn3Slots, kCols = kV * O::kLanes;
 
   // fp32 of the exact t + s per lane (t holds fp32 values): a two-sum r + e, r rounded to odd at
@@ -44,7 +46,16 @@ struct Trn3MxKernelT {
     return O::round_f32(O::step(r, O::m_andnot(differ, adjust), O::m_and(differ, adjust)));
   }
 
-  template <bool kTiny>
+  // fp32 of an exact x; under kExactBounded by the ISA's own form where it has one
+  template <Sums kSums>
+  static D round_exact(D x) {
+    if constexpr (kSums == Sums::kExactBounded && requires(D a) { O::round_f32_bounded(a); })
+      return O::round_f32_bounded(x);
+    else
+      return O::round_f32(x);
+  }
+
+  template <Sums kSums>
   static void tile_rows(const double* a, const double* b, std::size_t parts, float* psum, std::size_t ldp) {
     D t[kR][kV];
     for (int r = 0; r < kR; ++r)
@@ -60,6 +71,11 @@ struct Trn3MxKernelT {
           for (int v = 0; v < kV; ++v) s[r][v] = c == 0 ? O::mul(x, y[v]) : O::fma(x, y[v], s[r][v]);
         }
       }
+      if constexpr (kSums == Sums::kExact || kSums == Sums::kExactBounded) {  // x = t + s_p is exact
+        for (int r = 0; r < kR; ++r)
+          for (int v = 0; v < kV; ++v) t[r][v] = round_exact<kSums>(O::add(t[r][v], s[r][v]));
+        continue;
+      }
       if constexpr (requires(D a) { O::add_odd(a, a); }) {
         for (int r = 0; r < kR; ++r)
           for (int v = 0; v < kV; ++v) t[r][v] = O::round_f32(O::add_odd(t[r][v], s[r][v]));
@@ -73,7 +89,7 @@ struct Trn3MxKernelT {
         for (int v = 0; v < kV; ++v) {
           x[r][v] = O::add(t[r][v], s[r][v]);
           M edge = O::midpoint(x[r][v]);
-          if constexpr (kTiny) edge = O::m_or(edge, O::below_normal(x[r][v]));
+          if constexpr (kSums == Sums::kCheckedTiny) edge = O::m_or(edge, O::below_normal(x[r][v]));
           const M lane = O::m_and(edge, O::inexact(x[r][v], t[r][v], s[r][v]));
           suspect = r + v == 0 ? lane : O::m_or(suspect, lane);
         }
@@ -96,8 +112,12 @@ struct Trn3MxKernelT {
     for (std::size_t r = 0; r < w.rows; r += kR) {
       const double* a = w.a + r * kSlots;
       float* psum = w.psum + r * w.ldp;
-      if (w.tiny) tile_rows<true>(a, w.b, w.parts, psum, w.ldp);
-      else tile_rows<false>(a, w.b, w.parts, psum, w.ldp);
+      switch (w.sums) {
+        case Sums::kChecked: tile_rows<Sums::kChecked>(a, w.b, w.parts, psum, w.ldp); break;
+        case Sums::kCheckedTiny: tile_rows<Sums::kCheckedTiny>(a, w.b, w.parts, psum, w.ldp); break;
+        case Sums::kExact: tile_rows<Sums::kExact>(a, w.b, w.parts, psum, w.ldp); break;
+        case Sums::kExactBounded: tile_rows<Sums::kExactBounded>(a, w.b, w.parts, psum, w.ldp); break;
+      }
     }
   }
 
