@@ -26,7 +26,7 @@ main() {
       # the every-bf16 / every-fp16 / 2^24-input sweeps run natively in CTest; here they would
       # take most of the run, and the paths they cover run on the other cases' inputs too
       local sweeps="-*AllBf16InputsEqualScalar*:*AllFp16InputsEqualScalar*:*Fp32StructuredAndRandomEqualsScalar*"
-      sweeps+=":*EveryPatternUnderEveryScale*:*EveryProbe*:*WithPowerOfTwoScales*:NarrowLanes16.Every*:*EveryDiscardedHalf*"
+      sweeps+=":*EveryPatternUnderEveryScale*:*EveryProbe*:*WithPowerOfTwoScales*:NarrowLanes16.Every*:*EveryDiscardedHalf*:*EveryDiscardedPattern*"
       default_tests="fp8q_numerics_tests:$sweeps fp8q_numerics_exhaustive fp8q_quant_tests fp8q_calib_tests \
 fp8q_accumulation_tests fp8q_kernels_tests fp8q_kernels_models_tests fp8q_kernels_accumulator_tests \
 fp8q_kernels_bf16_tests fp8q_kernels_lanes16_tests fp8q_trainium_tests fp8q_fit_tests fp8q_checkpoint_tests \

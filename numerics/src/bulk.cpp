@@ -12,7 +12,7 @@
 #include "dispatch.hpp"
 #include "isa/max_abs_kernels.hpp"
 #include "isa/widen.hpp"
-#include "narrow_bf16.hpp"
+#include "narrow_f32_16.hpp"
 
 namespace fp8q {
 namespace {
@@ -161,6 +161,13 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
     parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
       detail::f32_to_bf16_rne(in.data() + 4 * begin, out.data() + 2 * begin, end - begin,
                               o.overflow == Overflow::kSaturate);
+    });
+    return;
+  }
+  if (detail::f32_to_f16_path(from, to, o)) {
+    parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
+      detail::f32_to_f16_rne(in.data() + 4 * begin, out.data() + 2 * begin, end - begin,
+                             o.overflow == Overflow::kSaturate);
     });
     return;
   }

@@ -391,7 +391,7 @@ TEST_P(BulkOnIsa, NanErrorInEveryModeAndSource) {  // the SIMD kernels' NaN flag
 
 INSTANTIATE_TEST_SUITE_P(EveryIsa, BulkOnIsa, test::every_isa(), test::isa_test_name);
 
-// fp32 -> bf16 nearest-even (the pattern path, numerics/src/narrow_bf16.hpp) == convert_one:
+// fp32 -> bf16 nearest-even (the pattern path, numerics/src/narrow_f32_16.hpp) == convert_one:
 // every 16-bit tail (the discarded half) under every kept last bit, sign and exponent
 // (2^26 patterns), under both overflow policies, over 1, 2, 3 and 8 threads. The kept bits
 // 17-22 are random, except at the two top exponents: all ones under a kept 1 (the largest
@@ -416,6 +416,40 @@ TEST(BulkF32ToBf16, EveryDiscardedHalfUnderEveryExponentEqualsScalar) {
     for (int threads : test::kThreadCounts) {
       std::vector<std::uint16_t> got(v.size());
       convert(in, kF32, std::as_writable_bytes(std::span(got)), kBF16, o, {threads});
+      for (std::size_t i = 0; i < v.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << "fp32 0x" << std::hex << v[i] << " under " << overflow_name(overflow) << ", "
+                                   << std::dec << threads << " thread(s)";
+    }
+  }
+}
+
+// fp32 -> fp16 nearest-even (the pattern path, numerics/src/narrow_f32_16.hpp) == convert_one:
+// every sign and exponent, every pattern of the 13 bits a normal fp16 drops under both values of
+// the kept last bit (2^24 patterns), the other kept bits random, except at the top exponents:
+// all ones under a kept 1 (65504 and what rounds to Inf; NaN payloads), zeros under a kept 0
+// (Inf). Exponents 102-112 put every rounding of fp16's subnormals under test, and the random
+// bits above them their ties; both overflow policies, 1, 2, 3 and 8 threads.
+TEST(BulkF32ToF16, EveryDiscardedPatternUnderEveryExponentEqualsScalar) {
+  std::vector<std::uint32_t> v;
+  v.reserve(std::size_t{1} << 24);
+  std::mt19937 rng(2027);
+  for (std::uint32_t top = 0; top < 1024; ++top) {  // sign, exponent, kept last bit
+    const std::uint32_t e = top >> 1 & 0xFF;
+    const bool edge = e >= 142;  // from 2^15 up: 65504's binade, the overflow, Inf and NaN
+    const std::uint32_t middle = edge ? ((top & 1) != 0 ? 0x1FFu : 0u) : rng() & 0x1FFu;
+    const std::uint32_t kept = (top & 1) << 13 | middle << 14;
+    for (std::uint32_t low = 0; low < 8192; ++low) v.push_back((top >> 9) << 31 | e << 23 | kept | low);
+  }
+  const auto in = std::as_bytes(std::span(v));
+  for (Overflow overflow : {Overflow::kSaturate, Overflow::kInfOrNan}) {
+    ConvertOptions o;
+    o.overflow = overflow;
+    std::vector<std::uint16_t> want(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      want[i] = static_cast<std::uint16_t>(convert_one(v[i], kF32, kF16, o, i).code);
+    for (int threads : test::kThreadCounts) {
+      std::vector<std::uint16_t> got(v.size());
+      convert(in, kF32, std::as_writable_bytes(std::span(got)), kF16, o, {threads});
       for (std::size_t i = 0; i < v.size(); ++i)
         ASSERT_EQ(got[i], want[i]) << "fp32 0x" << std::hex << v[i] << " under " << overflow_name(overflow) << ", "
                                    << std::dec << threads << " thread(s)";

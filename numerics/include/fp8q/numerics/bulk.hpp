@@ -7,8 +7,8 @@
 //    on integer lanes (numerics/src/isa/narrow_kernel.hpp).
 //  - narrow source (<= 8 bits) -> anything, every rounding but stochastic: a 256-entry table
 //    filled by the scalar reference for this call's options (scale included).
-//  - fp32 -> bf16, nearest-even, unscaled: integer rounding of the pattern
-//    (numerics/src/narrow_bf16.hpp).
+//  - fp32 -> bf16 and fp32 -> fp16, nearest-even, unscaled: integer rounding of the pattern
+//    (numerics/src/narrow_f32_16.hpp).
 //  - everything else: the scalar reference, element by element.
 // The calling thread's MXCSR (rounding mode, FTZ, DAZ) is saved, set to the IEEE default
 // for the duration of the call in every worker, and restored: results never depend on it.
