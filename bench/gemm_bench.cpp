@@ -3,10 +3,10 @@
 // the same shape (fp32 operands already decoded); MXFP8 (e4m3fn codes with E8M0 scales per 32 K
 // on both operands) under exact_block:32, against OpenBLAS dgemm (fp64 operands already decoded
 // and scaled), and under trainium3_mx:1x32 and :wrapx (nc_matmul_mx, to 1024, against sgemm; wrapx
-// with the scales the hardware needs: one per wrapx group of 4 OCP blocks), on uniform codes and
-// scales and on MX-quantized Gaussian data (_gaussian); systolic:128 with 1x128 x
-// 128x128 block scales (DeepSeek-V3's, on Trainium). All measured in the same run. M = N = K,
-// 1 and 2 threads.
+// with the scales the hardware needs: one per wrapx group of 4 OCP blocks), each on uniform codes
+// and scales and on MX-quantized Gaussian data (_gaussian); systolic:128 with 1x128 x 128x128
+// block scales (DeepSeek-V3's, on Trainium). All measured in the same run. M = N = K, 1 and 2
+// threads.
 #include <cblas.h>
 
 #include <cmath>
@@ -175,6 +175,8 @@ void register_gemm() {
                [n, t](benchmark::State& s) { block_case(s, n, t, AccumulationModel::systolic(128)); });
       add_case("gemm/mxfp8_exact_block32" + suffix, {"gemm/openblas_dgemm" + suffix},
                [n, t](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::exact_block(32)); });
+      add_case("gemm/mxfp8_exact_block32_gaussian" + suffix, {"gemm/openblas_dgemm" + suffix},
+               [n, t](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::exact_block(32), true); });
       for (const auto layout : {Trn3Layout::k1x32, Trn3Layout::kWrapX}) {
         if (n > 1024) break;
         const std::string name = layout == Trn3Layout::k1x32 ? "1x32" : "wrapx";
