@@ -22,14 +22,15 @@ using A = xsimd::avx2;
 using Bd = xsimd::batch<double, A>;
 using Bb = xsimd::batch_bool<double, A>;
 
-// 8 fp64 lanes as two batches; a mask as two batch masks (all bits of a lane set: true).
+// 8 fp64 lanes as two batches; a mask as two batch masks (all bits of a lane set: true). Two
+// named halves, not an array: GCC keeps the former in registers.
 struct D2 {
-  Bd p[2];
+  Bd lo, hi;
 };
 struct M2 {
-  Bb p[2];
-  friend M2 operator&(M2 a, M2 b) { return {{a.p[0] & b.p[0], a.p[1] & b.p[1]}}; }
-  friend M2 operator~(M2 a) { return {{~a.p[0], ~a.p[1]}}; }
+  Bb lo, hi;
+  friend M2 operator&(M2 a, M2 b) { return {a.lo & b.lo, a.hi & b.hi}; }
+  friend M2 operator~(M2 a) { return {~a.lo, ~a.hi}; }
 };
 
 struct OpsXbAvx2 {
@@ -38,24 +39,24 @@ struct OpsXbAvx2 {
   using Mask = M2;
 
   template <class F>
-  static D map(D a, D b, F f) { return {{f(a.p[0], b.p[0]), f(a.p[1], b.p[1])}}; }
+  static D map(D a, D b, F f) { return {f(a.lo, b.lo), f(a.hi, b.hi)}; }
   template <class F>
-  static M2 test(D a, F f) { return {{f(a.p[0]), f(a.p[1])}}; }
+  static M2 test(D a, F f) { return {f(a.lo), f(a.hi)}; }
   static __m256i bits(Bd x) { return _mm256_castpd_si256(x); }
 
-  static D set1(double x) { return {{Bd(x), Bd(x)}}; }
-  static D load(const double* p) { return {{Bd::load_unaligned(p), Bd::load_unaligned(p + 4)}}; }
+  static D set1(double x) { return {Bd(x), Bd(x)}; }
+  static D load(const double* p) { return {Bd::load_unaligned(p), Bd::load_unaligned(p + 4)}; }
   static D fmadd(D a, D b, D c) {  // vfmadd231pd (xsimd::avx2 alone would multiply and add)
-    return {{_mm256_fmadd_pd(a.p[0], b.p[0], c.p[0]), _mm256_fmadd_pd(a.p[1], b.p[1], c.p[1])}};
+    return {_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)};
   }
   static D mul(D a, D b) { return map(a, b, [](Bd x, Bd y) { return x * y; }); }
   static D add(D a, D b) { return map(a, b, [](Bd x, Bd y) { return x + y; }); }
   static D sub(D a, D b) { return map(a, b, [](Bd x, Bd y) { return x - y; }); }
   static Mask abs_ge(D p, D t) {  // vcmppd _CMP_GE_OQ: false when unordered
-    return {{xsimd::abs(p.p[0]) >= t.p[0], xsimd::abs(p.p[1]) >= t.p[1]}};
+    return {xsimd::abs(p.lo) >= t.lo, xsimd::abs(p.hi) >= t.hi};
   }
   static D blend(Mask m, D no, D yes) {
-    return {{xsimd::select(m.p[0], yes.p[0], no.p[0]), xsimd::select(m.p[1], yes.p[1], no.p[1])}};
+    return {xsimd::select(m.lo, yes.lo, no.lo), xsimd::select(m.hi, yes.hi, no.hi)};
   }
   static Mask nonzero(D x) {  // vcmppd _CMP_NEQ_OQ: false when unordered
     return test(x, [](Bd v) { return v != Bd(0.0); });
@@ -67,20 +68,17 @@ struct OpsXbAvx2 {
     });
   }
   static Mask signs_differ(D x, D y) {  // the xor's sign bit: a signed compare with 0
-    return {{Bb(_mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_setzero_si256(), bits(x.p[0] ^ y.p[0])))),
-             Bb(_mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_setzero_si256(), bits(x.p[1] ^ y.p[1]))))}};
+    return {Bb(_mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_setzero_si256(), bits(x.lo ^ y.lo)))),
+             Bb(_mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_setzero_si256(), bits(x.hi ^ y.hi))))};
   }
-  static D step(D x, Mask up, Mask down) {  // encoding + 1 where up, - 1 where down
-    D r;
-    for (int h = 0; h < 2; ++h) {
-      const __m256i one = _mm256_set1_epi64x(1);
-      const __m256i u = _mm256_add_epi64(bits(x.p[h]), _mm256_and_si256(_mm256_castpd_si256(up.p[h]), one));
-      r.p[h] = _mm256_castsi256_pd(_mm256_sub_epi64(u, _mm256_and_si256(_mm256_castpd_si256(down.p[h]), one)));
-    }
-    return r;
+  static Bd step_half(Bd x, Bb up, Bb down) {  // encoding + 1 where up, - 1 where down
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m256i u = _mm256_add_epi64(bits(x), _mm256_and_si256(_mm256_castpd_si256(up), one));
+    return _mm256_castsi256_pd(_mm256_sub_epi64(u, _mm256_and_si256(_mm256_castpd_si256(down), one)));
   }
+  static D step(D x, Mask up, Mask down) { return {step_half(x.lo, up.lo, down.lo), step_half(x.hi, up.hi, down.hi)}; }
   static void add_rounded(float* acc, D x) {  // vcvtpd2ps, then vaddps
-    const __m256 v = _mm256_set_m128(_mm256_cvtpd_ps(x.p[1]), _mm256_cvtpd_ps(x.p[0]));
+    const __m256 v = _mm256_set_m128(_mm256_cvtpd_ps(x.hi), _mm256_cvtpd_ps(x.lo));
     _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), v));
   }
 };
