@@ -391,6 +391,25 @@ TEST_P(BulkOnIsa, NanErrorInEveryModeAndSource) {  // the SIMD kernels' NaN flag
 
 INSTANTIATE_TEST_SUITE_P(EveryIsa, BulkOnIsa, test::every_isa(), test::isa_test_name);
 
+// fp32 patterns v converted to a 16-bit format in bulk == convert_one, under both overflow
+// policies, over 1, 2, 3 and 8 threads.
+void expect_f32_patterns_equal_scalar(const std::vector<std::uint32_t>& v, const Format& to) {
+  const auto in = std::as_bytes(std::span(v));
+  for (Overflow overflow : {Overflow::kSaturate, Overflow::kInfOrNan}) {
+    ConvertOptions o;
+    o.overflow = overflow;
+    std::vector<std::uint16_t> want(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) want[i] = static_cast<std::uint16_t>(convert_one(v[i], kF32, to, o, i).code);
+    for (int threads : test::kThreadCounts) {
+      std::vector<std::uint16_t> got(v.size());
+      convert(in, kF32, std::as_writable_bytes(std::span(got)), to, o, {threads});
+      for (std::size_t i = 0; i < v.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << "fp32 0x" << std::hex << v[i] << " to " << to.name << " under "
+                                   << overflow_name(overflow) << ", " << std::dec << threads << " thread(s)";
+    }
+  }
+}
+
 // fp32 -> bf16 nearest-even (the pattern path, numerics/src/narrow_f32_16.hpp) == convert_one:
 // every 16-bit tail (the discarded half) under every kept last bit, sign and exponent
 // (2^26 patterns), under both overflow policies, over 1, 2, 3 and 8 threads. The kept bits
@@ -406,21 +425,7 @@ TEST(BulkF32ToBf16, EveryDiscardedHalfUnderEveryExponentEqualsScalar) {
     const std::uint32_t kept = (top & 1) << 16 | middle << 17;
     for (std::uint32_t low = 0; low < 65536; ++low) v.push_back((top >> 1) << 23 | kept | low);
   }
-  const auto in = std::as_bytes(std::span(v));
-  for (Overflow overflow : {Overflow::kSaturate, Overflow::kInfOrNan}) {
-    ConvertOptions o;
-    o.overflow = overflow;
-    std::vector<std::uint16_t> want(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i)
-      want[i] = static_cast<std::uint16_t>(convert_one(v[i], kF32, kBF16, o, i).code);
-    for (int threads : test::kThreadCounts) {
-      std::vector<std::uint16_t> got(v.size());
-      convert(in, kF32, std::as_writable_bytes(std::span(got)), kBF16, o, {threads});
-      for (std::size_t i = 0; i < v.size(); ++i)
-        ASSERT_EQ(got[i], want[i]) << "fp32 0x" << std::hex << v[i] << " under " << overflow_name(overflow) << ", "
-                                   << std::dec << threads << " thread(s)";
-    }
-  }
+  expect_f32_patterns_equal_scalar(v, kBF16);
 }
 
 // fp32 -> fp16 nearest-even (the pattern path, numerics/src/narrow_f32_16.hpp) == convert_one:
@@ -440,21 +445,7 @@ TEST(BulkF32ToF16, EveryDiscardedPatternUnderEveryExponentEqualsScalar) {
     const std::uint32_t kept = (top & 1) << 13 | middle << 14;
     for (std::uint32_t low = 0; low < 8192; ++low) v.push_back((top >> 9) << 31 | e << 23 | kept | low);
   }
-  const auto in = std::as_bytes(std::span(v));
-  for (Overflow overflow : {Overflow::kSaturate, Overflow::kInfOrNan}) {
-    ConvertOptions o;
-    o.overflow = overflow;
-    std::vector<std::uint16_t> want(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i)
-      want[i] = static_cast<std::uint16_t>(convert_one(v[i], kF32, kF16, o, i).code);
-    for (int threads : test::kThreadCounts) {
-      std::vector<std::uint16_t> got(v.size());
-      convert(in, kF32, std::as_writable_bytes(std::span(got)), kF16, o, {threads});
-      for (std::size_t i = 0; i < v.size(); ++i)
-        ASSERT_EQ(got[i], want[i]) << "fp32 0x" << std::hex << v[i] << " under " << overflow_name(overflow) << ", "
-                                   << std::dec << threads << " thread(s)";
-    }
-  }
+  expect_f32_patterns_equal_scalar(v, kF16);
 }
 
 TEST(BulkErrors, SizesAndCodesAreChecked) {
