@@ -157,17 +157,13 @@ void convert(std::span<const std::byte> in, const Format& from, std::span<std::b
     convert_by_table(in, from, out, to, o, bulk.threads, isa);
     return;
   }
-  if (detail::f32_to_bf16_path(from, to, o)) {
+  const bool to_bf16 = detail::f32_to_bf16_path(from, to, o);
+  if (to_bf16 || detail::f32_to_f16_path(from, to, o)) {
+    const detail::F32ToHalfFn fn = dispatch(
+        isa, [&] { return to_bf16 ? &detail::f32_to_bf16_rne : &detail::f32_to_f16_rne; },
+        [&] { return to_bf16 ? detail::f32_to_bf16_rne_avx2() : detail::f32_to_f16_rne_avx2(); }, kNoKernel, kNoKernel);
     parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
-      detail::f32_to_bf16_rne(in.data() + 4 * begin, out.data() + 2 * begin, end - begin,
-                              o.overflow == Overflow::kSaturate);
-    });
-    return;
-  }
-  if (detail::f32_to_f16_path(from, to, o)) {
-    parallel_pinned(n, bulk.threads, [&](std::size_t begin, std::size_t end) {
-      detail::f32_to_f16_rne(in.data() + 4 * begin, out.data() + 2 * begin, end - begin,
-                             o.overflow == Overflow::kSaturate);
+      fn(in.data() + 4 * begin, out.data() + 2 * begin, end - begin, o.overflow == Overflow::kSaturate);
     });
     return;
   }

@@ -24,4 +24,14 @@ void f32_to_bf16_rne(const std::byte* in, std::byte* out, std::size_t n, bool sa
 // above 65504 goes to even, Inf) Inf, or +-0x7BFF under `saturate`; a NaN becomes its sign and 0x7E00.
 void f32_to_f16_rne(const std::byte* in, std::byte* out, std::size_t n, bool saturate);
 
+// The same conversions in vector instructions (isa/narrow_f32_16_avx2.cpp), where the ISA has them.
+using F32ToHalfFn = void (*)(const std::byte* in, std::byte* out, std::size_t n, bool saturate);
+#if defined(FP8Q_HAVE_AVX2)
+F32ToHalfFn f32_to_bf16_rne_avx2();  // call only where Isa::kAvx2 is supported
+F32ToHalfFn f32_to_f16_rne_avx2();
+#else
+inline F32ToHalfFn f32_to_bf16_rne_avx2() { return nullptr; }  // not compiled for this target
+inline F32ToHalfFn f32_to_f16_rne_avx2() { return nullptr; }
+#endif
+
 }  // namespace fp8q::detail

@@ -392,7 +392,7 @@ TEST_P(BulkOnIsa, NanErrorInEveryModeAndSource) {  // the SIMD kernels' NaN flag
 INSTANTIATE_TEST_SUITE_P(EveryIsa, BulkOnIsa, test::every_isa(), test::isa_test_name);
 
 // fp32 patterns v converted to a 16-bit format in bulk == convert_one, under both overflow
-// policies, over 1, 2, 3 and 8 threads.
+// policies, over 1, 2, 3 and 8 threads, on every ISA this CPU has.
 void expect_f32_patterns_equal_scalar(const std::vector<std::uint32_t>& v, const Format& to) {
   const auto in = std::as_bytes(std::span(v));
   for (Overflow overflow : {Overflow::kSaturate, Overflow::kInfOrNan}) {
@@ -400,13 +400,16 @@ void expect_f32_patterns_equal_scalar(const std::vector<std::uint32_t>& v, const
     o.overflow = overflow;
     std::vector<std::uint16_t> want(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) want[i] = static_cast<std::uint16_t>(convert_one(v[i], kF32, to, o, i).code);
-    for (int threads : test::kThreadCounts) {
-      std::vector<std::uint16_t> got(v.size());
-      convert(in, kF32, std::as_writable_bytes(std::span(got)), to, o, {threads});
-      for (std::size_t i = 0; i < v.size(); ++i)
-        ASSERT_EQ(got[i], want[i]) << "fp32 0x" << std::hex << v[i] << " to " << to.name << " under "
-                                   << overflow_name(overflow) << ", " << std::dec << threads << " thread(s)";
-    }
+    for (Isa isa : kAllIsas)
+      for (int threads : test::kThreadCounts) {
+        if (!isa_supported(isa)) continue;
+        std::vector<std::uint16_t> got(v.size());
+        convert(in, kF32, std::as_writable_bytes(std::span(got)), to, o, {threads, isa});
+        for (std::size_t i = 0; i < v.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << "fp32 0x" << std::hex << v[i] << " to " << to.name << " under "
+                                     << overflow_name(overflow) << ", " << std::dec << threads << " thread(s), "
+                                     << isa_name(isa);
+      }
   }
 }
 
@@ -414,7 +417,8 @@ void expect_f32_patterns_equal_scalar(const std::vector<std::uint32_t>& v, const
 // every 16-bit tail (the discarded half) under every kept last bit, sign and exponent
 // (2^26 patterns), under both overflow policies, over 1, 2, 3 and 8 threads. The kept bits
 // 17-22 are random, except at the two top exponents: all ones under a kept 1 (the largest
-// finite values, and those that round to Inf), zeros under a kept 0 (Inf and the NaN payloads).
+// finite values, and those that round to Inf), zeros under a kept 0 (Inf and the NaN payloads);
+// then a shuffled sample, so that special and ordinary values share vectors.
 TEST(BulkF32ToBf16, EveryDiscardedHalfUnderEveryExponentEqualsScalar) {
   std::vector<std::uint32_t> v;
   v.reserve(std::size_t{1} << 26);
@@ -426,6 +430,11 @@ TEST(BulkF32ToBf16, EveryDiscardedHalfUnderEveryExponentEqualsScalar) {
     for (std::uint32_t low = 0; low < 65536; ++low) v.push_back((top >> 1) << 23 | kept | low);
   }
   expect_f32_patterns_equal_scalar(v, kBF16);
+  // every 64th of them shuffled: NaNs, overflows and finite values side by side in one vector
+  std::vector<std::uint32_t> mixed;
+  for (std::size_t i = 0; i < v.size(); i += 64) mixed.push_back(v[i]);
+  std::shuffle(mixed.begin(), mixed.end(), rng);
+  expect_f32_patterns_equal_scalar(mixed, kBF16);
 }
 
 // fp32 -> fp16 nearest-even (the pattern path, numerics/src/narrow_f32_16.hpp) == convert_one:
@@ -433,7 +442,8 @@ TEST(BulkF32ToBf16, EveryDiscardedHalfUnderEveryExponentEqualsScalar) {
 // the kept last bit (2^24 patterns), the other kept bits random, except at the top exponents:
 // all ones under a kept 1 (65504 and what rounds to Inf; NaN payloads), zeros under a kept 0
 // (Inf). Exponents 102-112 put every rounding of fp16's subnormals under test, and the random
-// bits above them their ties; both overflow policies, 1, 2, 3 and 8 threads.
+// bits above them their ties; then a shuffled sample, so that special and ordinary values share
+// vectors.
 TEST(BulkF32ToF16, EveryDiscardedPatternUnderEveryExponentEqualsScalar) {
   std::vector<std::uint32_t> v;
   v.reserve(std::size_t{1} << 24);
@@ -446,6 +456,11 @@ TEST(BulkF32ToF16, EveryDiscardedPatternUnderEveryExponentEqualsScalar) {
     for (std::uint32_t low = 0; low < 8192; ++low) v.push_back((top >> 9) << 31 | e << 23 | kept | low);
   }
   expect_f32_patterns_equal_scalar(v, kF16);
+  // every 16th of them shuffled: NaNs, overflows and finite values side by side in one vector
+  std::vector<std::uint32_t> mixed;
+  for (std::size_t i = 0; i < v.size(); i += 16) mixed.push_back(v[i]);
+  std::shuffle(mixed.begin(), mixed.end(), rng);
+  expect_f32_patterns_equal_scalar(mixed, kF16);
 }
 
 TEST(BulkErrors, SizesAndCodesAreChecked) {
