@@ -413,6 +413,14 @@ void expect_f32_patterns_equal_scalar(const std::vector<std::uint32_t>& v, const
   }
 }
 
+// Every stride-th of v, shuffled: NaNs, overflows and finite values side by side in one vector.
+std::vector<std::uint32_t> shuffled_sample(const std::vector<std::uint32_t>& v, std::size_t stride, std::mt19937& rng) {
+  std::vector<std::uint32_t> mixed;
+  for (std::size_t i = 0; i < v.size(); i += stride) mixed.push_back(v[i]);
+  std::shuffle(mixed.begin(), mixed.end(), rng);
+  return mixed;
+}
+
 // fp32 -> bf16 nearest-even (the pattern path, numerics/src/narrow_f32_16.hpp) == convert_one:
 // every 16-bit tail (the discarded half) under every kept last bit, sign and exponent
 // (2^26 patterns), under both overflow policies, over 1, 2, 3 and 8 threads. The kept bits
@@ -430,11 +438,7 @@ TEST(BulkF32ToBf16, EveryDiscardedHalfUnderEveryExponentEqualsScalar) {
     for (std::uint32_t low = 0; low < 65536; ++low) v.push_back((top >> 1) << 23 | kept | low);
   }
   expect_f32_patterns_equal_scalar(v, kBF16);
-  // every 64th of them shuffled: NaNs, overflows and finite values side by side in one vector
-  std::vector<std::uint32_t> mixed;
-  for (std::size_t i = 0; i < v.size(); i += 64) mixed.push_back(v[i]);
-  std::shuffle(mixed.begin(), mixed.end(), rng);
-  expect_f32_patterns_equal_scalar(mixed, kBF16);
+  expect_f32_patterns_equal_scalar(shuffled_sample(v, 64, rng), kBF16);
 }
 
 // fp32 -> fp16 nearest-even (the pattern path, numerics/src/narrow_f32_16.hpp) == convert_one:
@@ -456,11 +460,7 @@ TEST(BulkF32ToF16, EveryDiscardedPatternUnderEveryExponentEqualsScalar) {
     for (std::uint32_t low = 0; low < 8192; ++low) v.push_back((top >> 9) << 31 | e << 23 | kept | low);
   }
   expect_f32_patterns_equal_scalar(v, kF16);
-  // every 16th of them shuffled: NaNs, overflows and finite values side by side in one vector
-  std::vector<std::uint32_t> mixed;
-  for (std::size_t i = 0; i < v.size(); i += 16) mixed.push_back(v[i]);
-  std::shuffle(mixed.begin(), mixed.end(), rng);
-  expect_f32_patterns_equal_scalar(mixed, kF16);
+  expect_f32_patterns_equal_scalar(shuffled_sample(v, 16, rng), kF16);
 }
 
 TEST(BulkErrors, SizesAndCodesAreChecked) {
