@@ -77,19 +77,8 @@ bool split_is_exact(FormatId fa, FormatId fb, std::size_t block) {
 // of K (blocks restart at each segment).
 std::size_t segment_length(const GemmArgs& g) { return block_scaled(g) ? kScaleBlock : std::max<std::size_t>(g.k, 1); }
 
-struct Picked {
-  XbKernel kernel = nullptr;
-  std::string_view name;
-  explicit operator bool() const { return kernel != nullptr; }
-};
-
-// AVX-512 where the CPU has it (and neither FP8Q_ISA nor GemmOptions::isa says less), else AVX2,
-// else the portable one.
-Picked pick_kernel(const GemmOptions& o) {
-  return dispatch(
-      resolve_isa(o.isa, "GemmOptions::isa"), [] { return Picked{exact_block_kernel_generic(), "generic"}; },
-      [] { return Picked{exact_block_kernel_avx2(), "avx2"}; }, [] { return Picked{exact_block_kernel_avx512(), "avx512"}; },
-      [] { return Picked{}; });
+PickedKernel<XbKernel> pick_kernel(const GemmOptions& o) {
+  return pick_kernel<XbKernel>(o, exact_block_kernel_generic, exact_block_kernel_avx2, exact_block_kernel_avx512);
 }
 
 void rows_impl(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out) {

@@ -50,19 +50,8 @@ constexpr std::size_t kMr = kFuMr, kNr = kFuNr;
 // (1.25 MiB) in L2/L3.
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kNc = 64 * kNr;
 
-struct Picked {
-  FuKernel kernel = nullptr;
-  std::string_view name;
-  explicit operator bool() const { return kernel != nullptr; }
-};
-
-// AVX-512 where the CPU has it (and neither FP8Q_ISA nor GemmOptions::isa says less), else AVX2,
-// else the portable one.
-Picked pick_kernel(const GemmOptions& o) {
-  return dispatch(
-      resolve_isa(o.isa, "GemmOptions::isa"), [] { return Picked{fused_kernel_generic(), "generic"}; },
-      [] { return Picked{fused_kernel_avx2(), "avx2"}; }, [] { return Picked{fused_kernel_avx512(), "avx512"}; },
-      [] { return Picked{}; });
+PickedKernel<FuKernel> pick_kernel(const GemmOptions& o) {
+  return pick_kernel<FuKernel>(o, fused_kernel_generic, fused_kernel_avx2, fused_kernel_avx512);
 }
 
 // K indices of special (NaN, Inf) codes, per row of A and per column of B, in increasing order.

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "fp8q/kernels/gemm.hpp"
+#include "fp8q/numerics/isa.hpp"
 #include "isa/exact_block.hpp"
 #include "isa/fused.hpp"
 #include "isa/trn3mx.hpp"
@@ -15,6 +16,22 @@ namespace fp8q::detail {
 // Rows [m0, m1) of the fp32 result (canonical NaN, before any bf16 conversion) into
 // out[(m - m0) * N + n], equal to reference_rows bit for bit. Arguments have passed check_gemm.
 using RowsFn = void (*)(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size_t m1, float* out);
+
+// A micro-kernel of one family and its ISA's name: AVX-512 where the CPU has it (and neither
+// FP8Q_ISA nor GemmOptions::isa says less), else AVX2, else the portable one.
+template <class Kernel>
+struct PickedKernel {
+  Kernel kernel = nullptr;
+  std::string_view name;
+  explicit operator bool() const { return kernel != nullptr; }
+};
+template <class Kernel>
+PickedKernel<Kernel> pick_kernel(const GemmOptions& o, Kernel (*generic)(), Kernel (*avx2)(), Kernel (*avx512)()) {
+  using P = PickedKernel<Kernel>;
+  return dispatch(
+      resolve_isa(o.isa, "GemmOptions::isa"), [&] { return P{generic(), "generic"}; },
+      [&] { return P{avx2(), "avx2"}; }, [&] { return P{avx512(), "avx512"}; }, [] { return P{}; });
+}
 
 struct ModelPath {
   RowsFn rows = nullptr;   // nullptr: no fast path for these arguments

@@ -32,6 +32,9 @@ time gave the same bits as the vectorised whole-tensor path) and by reading c10/
   NaN-ness is compared. Under fp8q's default ``overflow="saturate"`` decoding is exact too (Inf
   codes stay Inf: the target holds every value), but e8m0 values past f16's range become +/-max,
   tested against torch's decoded values with those +/-Inf replaced by +/-max.
+* f32 -> bfloat16 / float16: nearest-even, overflow and +/-Inf give +/-Inf: fp8q's
+  ``overflow="inf-nan"``, bit for bit on every non-NaN input; NaN is NaN in both (torch keeps
+  payload bits).
 * f64 sources: torch goes through f32 (double rounding: 2^-10 * (1 + 2^-40) -> e4m3fn 0 where
   fp8q's single rounding gives 2^-9), so f64 inputs are compared only where they are exact in
   f32.
@@ -249,3 +252,34 @@ def test_decode_default_saturate(c: Cast, to: str):
     assert not bad, f"{c.name} -> {to} (saturate): codes " + ", ".join(
         f"0x{i:02x} (fp8q {got[i].item()!r}, expected {want[i].item()!r})" for i in bad[:8]
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# f32 -> bf16 / f16 (fp8q's pattern paths and their AVX2 forms)
+
+
+def _f32_sweep() -> torch.Tensor:
+    """Every sign and exponent with every pattern of the 13 low mantissa bits over random high
+    bits, shuffled so that NaN, Inf, overflow, subnormal and ordinary values share vectors."""
+    g = torch.Generator().manual_seed(5)
+    top = torch.arange(512, dtype=torch.int64) << 23  # sign and exponent
+    high = torch.randint(0, 1 << 10, (512, 1), generator=g, dtype=torch.int64) << 13
+    bits = (top[:, None] | high | torch.arange(1 << 13, dtype=torch.int64)[None, :]).flatten()
+    bits = bits[torch.randperm(bits.numel(), generator=g)]
+    return (bits - ((bits >> 31) << 32)).to(torch.int32).view(torch.float32)
+
+
+@pytest.mark.parametrize("dt,it", [(torch.bfloat16, torch.int16), (torch.float16, torch.int16)])
+def test_f32_to_bf16_and_f16_equal_torch(dt: torch.dtype, it: torch.dtype):
+    """fp8q.convert(f32, bf16 / f16, overflow="inf-nan") = torch's x.to(dt), bit for bit on every
+    non-NaN input (4M patterns: every exponent, subnormals, the overflow boundary, Inf); NaN
+    inputs give NaN in both (torch keeps payload bits, fp8q gives its canonical NaN)."""
+    x = _f32_sweep()
+    want = x.to(dt)
+    got = fp8q.convert(x, dt, overflow="inf-nan")
+    xn = torch.isnan(x)
+    assert torch.isnan(got[xn]).all() and torch.isnan(want[xn]).all()
+    bad = (got.view(it) != want.view(it)) & ~xn
+    idx = bad.nonzero().flatten()[:8].tolist()
+    assert not idx, ", ".join(f"f32 0x{int(x.view(torch.int32)[i]) & 0xFFFFFFFF:08x}: fp8q 0x{int(got.view(it)[i]) & 0xFFFF:04x}, "
+                              f"torch 0x{int(want.view(it)[i]) & 0xFFFF:04x}" for i in idx)
