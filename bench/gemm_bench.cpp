@@ -54,8 +54,8 @@ void fp8q_case(benchmark::State& state, std::size_t n, int threads, const Accumu
   const Operands o = make(n);
   std::vector<float> d(n * n);
   const GemmArgs g{.m = n, .n = n, .k = n,
-                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .scaling = OperandScaling::kTensor, .scale_inv = {&o.sa, 1}},
-                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .scaling = OperandScaling::kTensor, .scale_inv = {&o.sb, 1}}};
+                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .granularity = Granularity::tensor(), .scale_inv = {&o.sa, 1}},
+                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .granularity = Granularity::tensor(), .scale_inv = {&o.sb, 1}}};
   for (auto _ : state) {
     gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
     benchmark::DoNotOptimize(d.data());
@@ -69,8 +69,8 @@ void block_case(benchmark::State& state, std::size_t n, int threads, const Accum
   const std::vector<float> sa(n * kb, 0.5f), sb(kb * kb, 0.25f);
   std::vector<float> d(n * n);
   const GemmArgs g{.m = n, .n = n, .k = n,
-                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .scaling = OperandScaling::kBlock128, .scale_inv = sa},
-                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .scaling = OperandScaling::kBlock128, .scale_inv = sb}};
+                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .granularity = Granularity::block(1, 128), .scale_inv = sa},
+                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .granularity = Granularity::block(128, 128), .scale_inv = sb}};
   for (auto _ : state) {
     gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
     benchmark::DoNotOptimize(d.data());
@@ -115,8 +115,8 @@ void mx_case(benchmark::State& state, std::size_t n, int threads, const Accumula
   }
   std::vector<float> d(n * n);
   const GemmArgs g{.m = n, .n = n, .k = n,
-                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .scaling = OperandScaling::kMx32, .mx_scale = o.mx_a},
-                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .scaling = OperandScaling::kMx32, .mx_scale = o.mx_b}};
+                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .granularity = Granularity::mx(), .mx_scale = o.mx_a},
+                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .granularity = Granularity::mx_column(), .mx_scale = o.mx_b}};
   for (auto _ : state) {
     gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
     benchmark::DoNotOptimize(d.data());

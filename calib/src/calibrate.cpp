@@ -84,15 +84,18 @@ std::vector<ChannelCalibration> run(std::span<const T> x, const CalibrationSpec&
   if (!(p > 0.0 && p <= 100.0))
     throw std::invalid_argument("CalibrationSpec::calibrator.percentile must be in (0, 100], got " + std::to_string(p));
   if (spec.method == Method::kMax) HistogramObserver check(spec.histogram);  // the constructor checks the options
+  if (spec.granularity != Granularity::tensor() && spec.granularity != Granularity::row())
+    throw std::invalid_argument("CalibrationSpec::granularity " + granularity_name(spec.granularity) +
+                                " is not tensor or row (one amax per channel of the layout)");
   const Format& target = format_of(spec.format);
   const detail::Grid& grid = detail::grid_of(target);
   ChannelLayout l = layout;
-  if (spec.granularity == Granularity::kTensor) l = {1, 1, x.size()};
+  if (spec.granularity == Granularity::tensor()) l = {1, 1, x.size()};
   const bool need_hist = spec.method != Method::kMax;
   std::vector<ChannelState> st(l.channels);
   for (auto& s : st)
     if (need_hist) s.hist.emplace(spec.histogram);
-  const int t = spec.granularity == Granularity::kTensor ? spec.threads : 1;
+  const int t = spec.granularity == Granularity::tensor() ? spec.threads : 1;
   for_each_channel_batch(x, l, [&](std::size_t c, std::span<const T> run) { observe(st[c], run, t); });
 
   // amax and scale per channel, then the error over the raw samples (widened to fp32 exactly)
@@ -106,7 +109,7 @@ std::vector<ChannelCalibration> run(std::span<const T> x, const CalibrationSpec&
   ScopedDefaultFpEnv env;  // the IEEE default: the caller's MXCSR changes no bit
   bool done = false;
   if constexpr (std::is_same_v<T, float>) {
-    if (spec.granularity == Granularity::kTensor) {
+    if (spec.granularity == Granularity::tensor()) {
       err[0] = quant_error(x, scale[0], target, t);  // blocks in order: any thread count
       done = true;
     }

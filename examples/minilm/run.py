@@ -31,9 +31,9 @@ SENTENCES = [
 # MX weights to bfloat16 whatever the model's dtype)
 RUNS = [
     ("hf-fp8", ["--layout", "hf-fp8"], torch.float32),
-    ("ct-fp8 tensor", ["--layout", "ct-fp8", "--strategy", "tensor"], torch.float32),
-    ("ct-fp8 channel", ["--layout", "ct-fp8", "--strategy", "channel"], torch.float32),
-    ("ct-fp8 block", ["--layout", "ct-fp8", "--strategy", "block"], torch.float32),
+    ("ct-fp8 tensor", ["--layout", "ct-fp8", "--granularity", "tensor"], torch.float32),
+    ("ct-fp8 channel", ["--layout", "ct-fp8", "--granularity", "row"], torch.float32),
+    ("ct-fp8 block", ["--layout", "ct-fp8", "--granularity", "block128x128"], torch.float32),
     ("ct-mxfp8", ["--layout", "ct-mxfp8"], torch.bfloat16),
 ]
 

@@ -93,7 +93,7 @@ void exact_block_rows_with(XbKernel kernel, const GemmArgs& g, const GemmOptions
   const Codes ca(g.a.format), cb(g.b.format);
   std::array<double, 256> e8m0{};  // MX scale factors
   for (std::size_t c = 0; c < 256; ++c) e8m0[c] = e8m0_value(static_cast<std::uint8_t>(c));
-  const bool mx_a = g.a.scaling == OperandScaling::kMx32, mx_b = g.b.scaling == OperandScaling::kMx32;
+  const bool mx_a = is_mx(g.a), mx_b = is_mx(g.b);
   const std::size_t kg = (g.k + kMxGroup - 1) / kMxGroup;
   auto scale_a = [&](std::size_t m, std::size_t k) { return mx_a ? e8m0[g.a.mx_scale[m * kg + k / kMxGroup]] : 1.0; };
   auto scale_b = [&](std::size_t k, std::size_t n) { return mx_b ? e8m0[g.b.mx_scale[(k / kMxGroup) * g.n + n]] : 1.0; };

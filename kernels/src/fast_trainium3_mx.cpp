@@ -76,8 +76,8 @@ int scale_spread(const GemmOptions& o, std::span<const std::uint8_t> scales, std
 // their ranges do not fit, by the codes present (e5m2 x e5m2).
 bool partition_sums_exact(const GemmArgs& g, const GemmOptions& o) {
   const std::size_t kg = (g.k + kGroup - 1) / kGroup;
-  const int spread = (g.a.scaling == OperandScaling::kMx32 ? scale_spread(o, g.a.mx_scale, g.m, kg, kg, 1) : 0) +
-                     (g.b.scaling == OperandScaling::kMx32 ? scale_spread(o, g.b.mx_scale, g.n, kg, 1, g.n) : 0);
+  const int spread = (is_mx(g.a) ? scale_spread(o, g.a.mx_scale, g.m, kg, kg, 1) : 0) +
+                     (is_mx(g.b) ? scale_spread(o, g.b.mx_scale, g.n, kg, 1, g.n) : 0);
   CodeBounds ba = code_bounds(g.a.format), bb = code_bounds(g.b.format);
   auto fits = [&] { return !ba.any() || !bb.any() || ba.top + bb.top + 2 + 2 - (ba.low + bb.low) + spread <= 53; };
   if (fits()) return true;
@@ -92,7 +92,7 @@ void decode_a(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size
               std::size_t k0, const Table& value, const Table& pow2, double* a, Trn3Range& range) {
   range = {};
   const std::size_t K = g.k, kg = (K + kGroup - 1) / kGroup;
-  const bool mx = g.a.scaling == OperandScaling::kMx32;
+  const bool mx = is_mx(g.a);
   for (std::size_t r = 0; r < rows_p; ++r)
     for (std::size_t i = 0; i < kTrn3Slots; ++i) {
       const std::size_t k = k0 + slot_k(o.model.layout, i), m = m0 + r;
@@ -109,7 +109,7 @@ void decode_a(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size
 void decode_b(const GemmArgs& g, const GemmOptions& o, std::size_t k0, std::size_t cols, std::size_t panels,
               const Table& value, const Table& pow2, double* b, Trn3Range* range) {
   const std::size_t K = g.k, N = g.n;
-  const bool mx = g.b.scaling == OperandScaling::kMx32;
+  const bool mx = is_mx(g.b);
   std::fill(b, b + panels * kTrn3Slots * cols, 0.0);
   std::fill(range, range + panels, Trn3Range{});
   for (std::size_t i = 0; i < kTrn3Slots; ++i) {
@@ -185,8 +185,7 @@ ModelPath trainium3_mx_path(const GemmArgs& g, const GemmOptions& o) {
   if (m.kind != AccumKind::kTrainium3Mx || !m.trn3.exact_partition_sum || !m.trn3.single_rounding_add ||
       o.mx_dequantize_to_bf16 || block_scaled(g))
     return {};
-  if (g.a.scaling != OperandScaling::kMx32 && g.a.scaling != OperandScaling::kNone) return {};
-  if (g.b.scaling != OperandScaling::kMx32 && g.b.scaling != OperandScaling::kNone) return {};
+  if (plain_scaled(g.a) || plain_scaled(g.b)) return {};
   if (!partition_sums_exact(g, o)) return {};
   auto path = [](Trn3MxKernel (*kernel)(), RowsFn rows, const char* name) {
     return kernel().run != nullptr ? ModelPath{rows, name} : ModelPath{};

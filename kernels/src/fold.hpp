@@ -46,8 +46,7 @@ inline void start_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, floa
 // d = fp32(fp32(fp32(d * fp32(s_a[m] * s_b[n])) + c) + bias), one step over a row at a time.
 inline void epilogue_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, float* out) {
   // without plain scales the factor is 1 * 1 and d * 1 = d: skipped
-  auto plain = [](OperandScaling s) { return s == OperandScaling::kTensor || s == OperandScaling::kPerRow; };
-  const bool scaled = plain(g.a.scaling) || plain(g.b.scaling);
+  const bool scaled = plain_scaled(g.a) || plain_scaled(g.b);
   const std::size_t N = g.n;
   std::vector<float> sb(scaled ? N : 0);
   for (std::size_t n = 0; n < sb.size(); ++n) sb[n] = plain_scale_b(g, n);

@@ -28,20 +28,25 @@ bool overlaps(std::span<const std::byte> x, std::span<const std::byte> y) {
   return x0 < y0 + y.size() && y0 < x0 + x.size();
 }
 
-const char* scaling_name(OperandScaling s) {
-  switch (s) {
-    case OperandScaling::kNone: return "no scale";
-    case OperandScaling::kTensor: return "a per-tensor scale_inv";
-    case OperandScaling::kPerRow: return "per-row/column scale_inv";
-    case OperandScaling::kBlock128: return "block scale_inv";
-    case OperandScaling::kMx32: return "MX scales";
+// The granularities the GEMM takes for A ([M, K]) and for B ([K, N]) (gemm.hpp).
+bool takes(const Granularity& g, bool is_a) {
+  switch (g.kind) {
+    case GranularityKind::kTensor: return true;
+    case GranularityKind::kRow: return is_a;
+    case GranularityKind::kColumn: return !is_a;
+    case GranularityKind::kBlock: return g == (is_a ? Granularity::block(1, kScaleBlock) : Granularity::block(kScaleBlock, kScaleBlock));
+    case GranularityKind::kMx: return g == (is_a ? Granularity::mx() : Granularity::mx_column());
   }
-  return "?";
+  return false;
 }
 
-void check_operand(const GemmOperand& op, const char* name, std::size_t rows, std::size_t cols, std::size_t per_row_count,
-                   std::size_t block_count, std::size_t mx_rows, std::size_t mx_cols) {
+std::string described(const GemmOperand& op) {
+  return "granularity " + granularity_name(op.granularity) + (op.granularity.kind == GranularityKind::kTensor && op.scale_inv.empty() ? " (no scale)" : "");
+}
+
+void check_operand(const GemmOperand& op, const char* name, std::size_t rows, std::size_t cols) {
   const std::string n(name);
+  const bool is_a = n == "a";
   const Format& f = format_of(op.format);
   if (f.bits() > 8 || f.specials == Specials::kExponentOnly)
     fail(n + ": format " + std::string(f.name) + " is not an element format (codes must be FP8, fp6 or fp4)");
@@ -53,25 +58,26 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
         fail(n + "[" + std::to_string(i / cols) + ", " + std::to_string(i % cols) + "]: byte " +
              std::to_string(op.codes[i]) + " is not a " + std::string(f.name) + " code (" + std::to_string(f.bits()) +
              "-bit codes, high bits must be 0)");
-  std::size_t want = 0;
-  switch (op.scaling) {
-    case OperandScaling::kNone: case OperandScaling::kMx32: want = 0; break;
-    case OperandScaling::kTensor: want = 1; break;
-    case OperandScaling::kPerRow: want = per_row_count; break;
-    case OperandScaling::kBlock128: want = block_count; break;
-  }
-  if (op.scale_inv.size() != want)
+  if (!takes(op.granularity, is_a))
+    fail(n + ".granularity: " + granularity_name(op.granularity) + " is not one the GEMM takes for " +
+         (is_a ? "A [M, K] (tensor row block1x128 mx)" : "B [K, N] (tensor col block128x128 mx32x1)"));
+  const BlockGrid grid = block_grid(op.granularity, {rows, cols});
+  const std::size_t blocks = product(grid.grid_rows(), grid.grid_cols(), name);
+  const bool mx = is_mx(op), tensor = op.granularity.kind == GranularityKind::kTensor;
+  // one per channel even where K = 0 leaves the grid empty
+  const std::size_t want = mx ? 0 : tensor ? 1 : op.granularity.kind == GranularityKind::kRow ? rows
+                         : op.granularity.kind == GranularityKind::kColumn ? cols : blocks;
+  if (op.scale_inv.size() != want && !(tensor && op.scale_inv.empty()))
     fail(n + ".scale_inv: " + std::to_string(op.scale_inv.size()) + " values, expected " + std::to_string(want) +
-         " for " + scaling_name(op.scaling));
+         " for " + described(op));
   for (std::size_t i = 0; i < op.scale_inv.size(); ++i) {
     if (!is_finite_positive(op.scale_inv[i]))
       fail(n + ".scale_inv[" + std::to_string(i) + "]: " + float_text(op.scale_inv[i]) +
            " is not a finite positive multiplier");
   }
-  const std::size_t mx = op.scaling == OperandScaling::kMx32 ? product(mx_rows, mx_cols, name) : 0;
-  if (op.mx_scale.size() != mx)
+  if (op.mx_scale.size() != (mx ? blocks : 0))
     fail(n + ".mx_scale: " + std::to_string(op.mx_scale.size()) + " E8M0 codes, expected " +
-         (mx == 0 ? std::string("none for ") + scaling_name(op.scaling) : dims(mx_rows, mx_cols)));
+         (mx ? dims(grid.grid_rows(), grid.grid_cols()) : "none for " + described(op)));
 }
 
 }  // namespace
@@ -79,18 +85,14 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
 void check_gemm(const GemmArgs& g, const GemmOptions& o, std::span<const std::byte> out, std::size_t out_size) {
   validate(o.model);
   resolve_isa(o.isa, "GemmOptions::isa");  // a forced ISA this CPU lacks is refused on every path
-  const std::size_t kb = (g.k + kScaleBlock - 1) / kScaleBlock, nb = (g.n + kScaleBlock - 1) / kScaleBlock;
-  const std::size_t kg = (g.k + kMxGroup - 1) / kMxGroup;
-  check_operand(g.a, "a", g.m, g.k, g.m, product(g.m, kb, "a.scale_inv"), g.m, kg);
-  check_operand(g.b, "b", g.k, g.n, g.n, product(kb, nb, "b.scale_inv"), kg, g.n);
-  const bool a_block = g.a.scaling == OperandScaling::kBlock128, b_block = g.b.scaling == OperandScaling::kBlock128;
+  check_operand(g.a, "a", g.m, g.k);
+  check_operand(g.b, "b", g.k, g.n);
+  const bool a_block = g.a.granularity.kind == GranularityKind::kBlock, b_block = g.b.granularity.kind == GranularityKind::kBlock;
   if (a_block != b_block)
-    fail(std::string("a has ") + scaling_name(g.a.scaling) + ", b has " + scaling_name(g.b.scaling) +
-         ": 1x128 / 128x128 block scaling needs both operands");
-  const bool a_mx = g.a.scaling == OperandScaling::kMx32, b_mx = g.b.scaling == OperandScaling::kMx32;
-  if ((a_mx && !b_mx && g.b.scaling != OperandScaling::kNone) || (b_mx && !a_mx && g.a.scaling != OperandScaling::kNone))
-    fail(std::string("a has ") + scaling_name(g.a.scaling) + ", b has " + scaling_name(g.b.scaling) +
-         ": an MX operand pairs with MX scales or none");
+    fail("a has " + described(g.a) + ", b has " + described(g.b) + ": 1x128 / 128x128 block scaling needs both operands");
+  const auto bare = [](const GemmOperand& o) { return o.granularity.kind == GranularityKind::kTensor && o.scale_inv.empty(); };
+  if ((is_mx(g.a) && !is_mx(g.b) && !bare(g.b)) || (is_mx(g.b) && !is_mx(g.a) && !bare(g.a)))
+    fail("a has " + described(g.a) + ", b has " + described(g.b) + ": an MX operand pairs with MX scales or none");
   const std::size_t mn = product(g.m, g.n, "output");
   if (!g.c.empty() && g.c.size() != mn) fail("c: " + std::to_string(g.c.size()) + " values, expected " + dims(g.m, g.n));
   if (g.c_role != CRole::kEpilogue && g.c_role != CRole::kAccumulator)
@@ -116,18 +118,12 @@ std::array<float, 256> decode_table(FormatId id) {
 }
 
 float plain_scale_a(const GemmArgs& g, std::size_t m) {
-  switch (g.a.scaling) {
-    case OperandScaling::kTensor: return g.a.scale_inv[0];
-    case OperandScaling::kPerRow: return g.a.scale_inv[m];
-    default: return 1.0f;
-  }
+  if (!plain_scaled(g.a)) return 1.0f;
+  return g.a.granularity.kind == GranularityKind::kTensor ? g.a.scale_inv[0] : g.a.scale_inv[m];
 }
 float plain_scale_b(const GemmArgs& g, std::size_t n) {
-  switch (g.b.scaling) {
-    case OperandScaling::kTensor: return g.b.scale_inv[0];
-    case OperandScaling::kPerRow: return g.b.scale_inv[n];
-    default: return 1.0f;
-  }
+  if (!plain_scaled(g.b)) return 1.0f;
+  return g.b.granularity.kind == GranularityKind::kTensor ? g.b.scale_inv[0] : g.b.scale_inv[n];
 }
 
 float canonical(float x) { return x != x ? float_of(0x7FC00000u) : x; }

@@ -18,10 +18,11 @@ inline constexpr std::size_t kScaleBlock = 128;  // DeepSeek-V3 block scaling: 1
 // elements at `out`) shares no byte with any input (the fast paths write it before they read C).
 void check_gemm(const GemmArgs& args, const GemmOptions& options, std::span<const std::byte> out, std::size_t out_size);
 
-inline bool block_scaled(const GemmArgs& g) { return g.a.scaling == OperandScaling::kBlock128; }
-inline bool mx_scaled(const GemmArgs& g) {
-  return g.a.scaling == OperandScaling::kMx32 || g.b.scaling == OperandScaling::kMx32;
-}
+inline bool is_mx(const GemmOperand& o) { return o.granularity.kind == GranularityKind::kMx; }
+// A multiplier per tensor or per output channel, applied after the model's sum.
+inline bool plain_scaled(const GemmOperand& o) { return !is_mx(o) && o.granularity.kind != GranularityKind::kBlock && !o.scale_inv.empty(); }
+inline bool block_scaled(const GemmArgs& g) { return g.a.granularity.kind == GranularityKind::kBlock; }
+inline bool mx_scaled(const GemmArgs& g) { return is_mx(g.a) || is_mx(g.b); }
 inline std::size_t k_blocks(const GemmArgs& g) { return (g.k + kScaleBlock - 1) / kScaleBlock; }
 
 // C's role for these arguments (an empty C has none), and the accumulator input C0 of output
@@ -35,7 +36,7 @@ inline float accumulator_input(const GemmArgs& g, std::size_t m, std::size_t n) 
 // The fp32 value of every code of a format (exact; NaN codes give NaN).
 std::array<float, 256> decode_table(FormatId f);
 
-// scale_inv of row m of A / column n of B under plain scaling (1 for kNone and kMx32).
+// scale_inv of row m of A / column n of B under plain scaling (1 without a plain scale).
 float plain_scale_a(const GemmArgs& g, std::size_t m);
 float plain_scale_b(const GemmArgs& g, std::size_t n);
 // Block scaling: scale_inv of A's block (m, j) and of B's block (j, n / 128).

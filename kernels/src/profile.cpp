@@ -49,7 +49,7 @@ std::optional<ProfileId> parse_profile(std::string_view name) {
 GemmOptions gemm_options(const DeviceProfile& p, const GemmArgs& g, std::optional<AccumulationModel> model_override,
                          int threads) {
   const std::string who = "profile " + std::string(p.name) + ": ";
-  const bool mx = g.a.scaling == OperandScaling::kMx32 || g.b.scaling == OperandScaling::kMx32;
+  const bool mx = g.a.granularity.kind == GranularityKind::kMx || g.b.granularity.kind == GranularityKind::kMx;
   if (mx && p.mx_elements.empty())
     throw std::invalid_argument(who + "MX operands (E8M0 scales per 32 along K) are not supported: " +
                                 std::string(p.name) + " has no MX matmul");

@@ -38,9 +38,9 @@ void reference_rows(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std
     for (std::size_t n = 0; n < g.n; ++n) {
       for (std::size_t k = 0; k < g.k; ++k) a[k] = ta[g.a.codes[m * g.k + k]], b[k] = tb[g.b.codes[k * g.n + n]];
       sa.clear(), sb.clear();
-      if (g.a.scaling == OperandScaling::kMx32)
+      if (is_mx(g.a))
         for (std::size_t j = 0; j < kg; ++j) sa.push_back(g.a.mx_scale[m * kg + j]);
-      if (g.b.scaling == OperandScaling::kMx32)
+      if (is_mx(g.b))
         for (std::size_t j = 0; j < kg; ++j) sb.push_back(g.b.mx_scale[j * g.n + n]);
       DotInput in{.a = a, .b = b, .mx_scale_a = sa, .mx_scale_b = sb, .emin_a = emin_a, .emin_b = emin_b};
       if (mx && o.mx_dequantize_to_bf16) {  // operands become bf16 values, the scales are used up

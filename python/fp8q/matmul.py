@@ -30,24 +30,21 @@ from .quantized import QuantizedTensor
 Operand = Union[QuantizedTensor, torch.Tensor]
 CRole = Literal["epilogue", "accumulator"]
 
-# QuantizedTensor granularity -> the GEMM's scaling of A (quantized [M, K]) / of B^T ([N, K])
-_A_SCALING = {"tensor": "tensor", "row": "row", "block1x128": "block128", "mx": "mx"}
-_BT_SCALING = {"tensor": "tensor", "row": "row", "block128x128": "block128", "mx": "mx"}
-# ... and of B quantized as [K, N]
-_B_SCALING = {"tensor": "tensor", "col": "row", "block128x128": "block128"}
+@torch.compiler.assume_constant_result
+def _granularity(name: str, transposed: bool) -> str:
+    """The canonical name of a granularity, or of its transpose (one parser: the library's)."""
+    return torch.ops.fp8q.granularity(name, transposed)
 
 
-def _split(x: Operand, table: dict[str, str], name: str, fmt: Optional[FormatLike]):
+def _split(x: Operand, name: str, fmt: Optional[FormatLike], transposed: bool = False):
+    """Codes, format, granularity (of the operand, or of its transpose) and scales of an operand;
+    the GEMM says which granularities it takes (kernels/gemm.hpp)."""
     if isinstance(x, QuantizedTensor):
-        if x.granularity not in table:
-            raise ValueError(
-                f"{name} is quantized {x.granularity}; here it takes {', '.join(table)} (or raw codes)"
-            )
         if fmt is not None and get(fmt).name != x.format:
             raise ValueError(f"{name} is {x.format} codes but {name}_format says {get(fmt).name}")
-        return x.codes, x.format, table[x.granularity], x.scales
+        return x.codes, x.format, _granularity(x.granularity, transposed), x.scales
     _args.tensor(x, name)
-    return x, name_of(fmt), "none", None
+    return x, name_of(fmt), "tensor", None
 
 
 def matmul(
@@ -66,8 +63,8 @@ def matmul(
 ) -> torch.Tensor:
     """D = epilogue(A x B) for A [M, K] and B [K, N] codes (QuantizedTensors or raw codes).
 
-    A may be quantized per tensor, per row or in 1x128 blocks (or MX); B per tensor, per column
-    or in 128x128 blocks (for MX B use ``linear``, which takes B^T). ``bias`` (float32 [N]) is
+    A may be quantized per tensor, per row, in 1x128 blocks or MX; B per tensor, per column
+    or in 128x128 blocks (for MX B use ``linear``, which takes B^T quantized along K). ``bias`` (float32 [N]) is
     added after the scales; ``out_dtype`` float32 or bfloat16. ``c`` (float32 [M, N]) has the
     role ``c_role`` names: ``"epilogue"`` adds it after the scales (a GEMM's beta C);
     ``"accumulator"`` makes it the accumulator input of the model, D = A B + C as an MMA
@@ -90,8 +87,8 @@ def matmul(
         >>> fp8q.matmul(x, one, profile="hopper", c=c).tolist()  # 2.25 + 8192
         [[8194.25]]
     """
-    ac, af, asc, ascale = _split(a, _A_SCALING, "a", a_format)
-    bc, bf, bsc, bscale = _split(b, _B_SCALING, "b", b_format)
+    ac, af, asc, ascale = _split(a, "a", a_format)
+    bc, bf, bsc, bscale = _split(b, "b", b_format)
     return torch.ops.fp8q.matmul(
         ac, bc, profile, af, bf, asc, ascale, bsc, bscale, c, bias, model or "", out_dtype, trainium, c_role
     )
@@ -129,19 +126,15 @@ def linear(
         >>> fp8q.linear(x, w, profile="ocp").tolist()
         [[32.0, 32.0]]
     """
-    ac, af, asc, ascale = _split(x, _A_SCALING, "x", x_format)
-    wc, wf, wsc, wscale = _split(w, _BT_SCALING, "w", w_format)
+    ac, af, asc, ascale = _split(x, "x", x_format)
+    wc, wf, wsc, wscale = _split(w, "w", w_format, transposed=True)
     bc, bf = _transpose_codes(wc, wf or get(wc.dtype).name)
     return torch.ops.fp8q.matmul(
-        ac, bc, profile, af, bf, asc, ascale, wsc, _bt_scale(wscale, wsc), c, bias, model or "", out_dtype, trainium,
+        ac, bc, profile, af, bf, asc, ascale, wsc, _bt_scale(wscale), c, bias, model or "", out_dtype, trainium,
         c_role,
     )
 
 
-def _bt_scale(scale: Optional[torch.Tensor], scaling: str) -> Optional[torch.Tensor]:
-    """W's scales ([N, K] grid) as the GEMM takes B = W^T's: per output channel [1, N]; blocks and MX transposed."""
-    if scale is None or scaling == "tensor":
-        return scale
-    if scaling == "row":
-        return scale.reshape(1, -1)
-    return scale.t().contiguous()
+def _bt_scale(scale: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """W's scales ([N, K] grid) as the GEMM takes B = W^T's: the grid transposed (data movement only)."""
+    return scale.t().contiguous() if scale is not None and scale.dim() == 2 else scale

@@ -33,7 +33,12 @@ BlockGrid block_grid(const Granularity& g, MatrixShape m) {
       grid.block_rows = g.block_rows;
       grid.block_cols = g.block_cols;
       break;
-    case GranularityKind::kMx: grid.block_cols = kMxBlock; break;
+    case GranularityKind::kMx:
+      if (g != Granularity::mx() && g != Granularity::mx_column())
+        throw std::invalid_argument("MX blocks are 1 x 32 or 32 x 1");
+      grid.block_rows = g.block_rows;
+      grid.block_cols = g.block_cols;
+      break;
   }
   return grid;
 }
@@ -43,6 +48,7 @@ std::optional<Granularity> parse_granularity(std::string_view name) {
   if (name == "row") return Granularity::row();
   if (name == "col") return Granularity::column();
   if (name == "mx") return Granularity::mx();
+  if (name == "mx32x1") return Granularity::mx_column();
   if (!name.starts_with("block")) return std::nullopt;
   name.remove_prefix(5);
   const auto x = name.find('x');
@@ -63,10 +69,27 @@ std::string granularity_name(const Granularity& g) {
     case GranularityKind::kTensor: return "tensor";
     case GranularityKind::kRow: return "row";
     case GranularityKind::kColumn: return "col";
-    case GranularityKind::kMx: return "mx";
+    case GranularityKind::kMx: return g.block_rows == 1 ? "mx" : "mx" + std::to_string(g.block_rows) + "x" + std::to_string(g.block_cols);
     case GranularityKind::kBlock: return "block" + std::to_string(g.block_rows) + "x" + std::to_string(g.block_cols);
   }
   return "?";
+}
+
+Granularity granularity_named(std::string_view name, std::string_view what) {
+  if (auto g = parse_granularity(name)) return *g;
+  throw std::invalid_argument(std::string(what) + ": unknown granularity '" + std::string(name) +
+                              "' (one of: tensor row col mx mx32x1 block<R>x<C>)");
+}
+
+Granularity transposed(const Granularity& g) {
+  switch (g.kind) {
+    case GranularityKind::kRow: return Granularity::column();
+    case GranularityKind::kColumn: return Granularity::row();
+    case GranularityKind::kTensor: return g;
+    case GranularityKind::kBlock:
+    case GranularityKind::kMx: return {g.kind, g.block_cols, g.block_rows};
+  }
+  return g;
 }
 
 }  // namespace fp8q

@@ -61,6 +61,9 @@ QuantizedTensor layout_of(std::span<const std::byte> data, const Format& from, s
     throw std::invalid_argument("quantize takes f32, bf16 or f16 input, not " + std::string(from.name));
   check_element(format_of(o.element));
   if (o.convert.scale) throw std::invalid_argument("convert.scale must be unset: quantize chooses the scales");
+  if (o.granularity.kind == GranularityKind::kMx && o.granularity != Granularity::mx())
+    throw std::invalid_argument("quantize: MX blocks run along the last axis (granularity mx, not " +
+                                granularity_name(o.granularity) + "); quantize the transpose");
   QuantizedTensor q;
   q.element = o.element;
   q.shape.assign(shape.begin(), shape.end());

@@ -17,7 +17,7 @@
 namespace fp8q::calib {
 namespace {
 
-std::vector<ChannelCalibration> run(const std::vector<float>& x, Method m, Granularity g = Granularity::kTensor,
+std::vector<ChannelCalibration> run(const std::vector<float>& x, Method m, Granularity g = Granularity::tensor(),
                                     ChannelLayout l = {}, int threads = 1) {
   CalibrationSpec spec;
   spec.method = m;
@@ -65,7 +65,7 @@ TEST(Calibrate, PerChannelEqualsEachChannelAlone) {
   const std::size_t shape[] = {8, 300};
   for (int axis : {0, 1}) {
     const auto layout = ChannelLayout::along(shape, axis);
-    const auto r = run(x, Method::kMse, Granularity::kChannel, layout);
+    const auto r = run(x, Method::kMse, Granularity::row(), layout);
     ASSERT_EQ(r.size(), shape[axis]);
     for (std::size_t c = 0; c < r.size(); ++c) {
       std::vector<float> ch;
@@ -100,7 +100,7 @@ TEST(Calibrate, ThreadCountAndFpEnvironmentChangeNothing) {
   const auto x = testing::student_t(300000, 2.5, 1.0, 64);
   for (Method m : {Method::kPercentile, Method::kMse, Method::kEntropy}) {
     const auto one = run(x, m);
-    expect_same(run(x, m, Granularity::kTensor, {}, 3), one);
+    expect_same(run(x, m, Granularity::tensor(), {}, 3), one);
     std::vector<ChannelCalibration> odd;
     {
       test::ScopedHostileFpEnv env(test::HostileRounding::kUp);  // and flush-to-zero
@@ -130,9 +130,9 @@ TEST(Calibrate, SubnormalDataUnderTheCallersDaz) {
 TEST(Calibrate, BadInputIsRejected) {
   const std::vector<float> x(10, 1.0f);
   CalibrationSpec spec;
-  spec.granularity = Granularity::kChannel;
+  spec.granularity = Granularity::row();
   EXPECT_THROW(calibrate(x, spec, ChannelLayout{1, 3, 3}), std::invalid_argument);  // 9 != 10
-  spec.granularity = Granularity::kTensor;
+  spec.granularity = Granularity::tensor();
   spec.format = FormatId::kE8M0;
   EXPECT_THROW(calibrate(x, spec), std::invalid_argument);
   spec.format = FormatId::kE4M3FN;

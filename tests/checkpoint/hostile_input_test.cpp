@@ -346,9 +346,9 @@ TEST(HostileOptions, ExistingOutputNeedsForceAndOverlapIsRefused) {
   o.layout = "nope";
   EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "x", o), PipelineError);
   o.layout = "hf-fp8";
-  o.layout_options.strategy = Strategy::kChannel;
+  o.layout_options.granularity = Granularity::row();
   EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "x", o), PipelineError);
-  o.layout_options.strategy.reset();
+  o.layout_options.granularity.reset();
   o.ignore = {"("};
   EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "x", o), PipelineError);
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"in", "out"}));

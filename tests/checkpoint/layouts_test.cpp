@@ -24,7 +24,7 @@ using Json = nlohmann::json;
 struct Case {
   std::string name;  // test name
   std::string layout;
-  std::optional<Strategy> strategy;
+  std::optional<Granularity> granularity;
   std::optional<trn3::KLayout> pack;
 };
 
@@ -96,14 +96,14 @@ class LayoutTest : public ::testing::TestWithParam<Case> {
   QuantizeCheckpointOptions options(int threads = 1) const {
     QuantizeCheckpointOptions o;
     o.layout = GetParam().layout;
-    o.layout_options.strategy = GetParam().strategy;
+    o.layout_options.granularity = GetParam().granularity;
     o.layout_options.pack = GetParam().pack;
     o.layout_options.threads = threads;
     return o;
   }
   bool mx() const { return GetParam().layout == "ct-mxfp8" || GetParam().layout == "trn3-mx"; }
   bool blocks() const {
-    return GetParam().layout == "hf-fp8" || GetParam().strategy == Strategy::kBlock;
+    return GetParam().layout == "hf-fp8" || GetParam().granularity == Granularity::block(128, 128);
   }
   // Which weights the layout quantizes in model_.
   bool expect_quantized(const std::string& name) const {
@@ -130,7 +130,7 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
 
   std::set<std::string> expected_names;
   const std::string scale_suffix = c.layout == "hf-fp8" ? ".weight_scale_inv" : ".weight_scale";
-  const Strategy strategy = c.strategy.value_or(c.layout == "hf-fp8" ? Strategy::kBlock : Strategy::kChannel);
+  const Granularity granularity = c.granularity.value_or(c.layout == "hf-fp8" ? Granularity::block(128, 128) : Granularity::row());
   for (const HostTensor& t : model_) {
     SCOPED_TRACE(t.name);
     if (!expect_quantized(t.name)) {
@@ -170,10 +170,10 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     } else {
       EXPECT_EQ(q->info->shape, t.shape);
       if (c.layout == "ct-fp8") want_scale_dtype = t.dtype;  // compressed-tensors: the weight's dtype
-      switch (strategy) {
-        case Strategy::kTensor: want_scale = {1}; break;
-        case Strategy::kChannel: want_scale = {rows, 1}; break;
-        case Strategy::kBlock: want_scale = {(rows + 127) / 128, (cols + 127) / 128}; break;
+      switch (granularity.kind) {
+        case GranularityKind::kTensor: want_scale = {1}; break;
+        case GranularityKind::kRow: want_scale = {rows, 1}; break;
+        default: want_scale = {(rows + 127) / 128, (cols + 127) / 128}; break;
       }
     }
     EXPECT_EQ(s->info->shape, want_scale);
@@ -197,7 +197,7 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
           if (mx()) {
             si = r * ((cols + 31) / 32) + k / 32;
           } else {
-            si = strategy == Strategy::kTensor ? 0 : strategy == Strategy::kChannel ? r : (r / 128) * ((cols + 127) / 128) + k / 128;
+            si = granularity == Granularity::tensor() ? 0 : granularity == Granularity::row() ? r : (r / 128) * ((cols + 127) / 128) + k / 128;
           }
         }
         const float x = value(t, r * cols + k);
@@ -291,8 +291,8 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
       EXPECT_EQ(w["group_size"], 32);
       EXPECT_EQ(w["scale_dtype"], "torch.uint8");
     } else {
-      EXPECT_EQ(w["strategy"], std::string(strategy_name(strategy)));
-      if (strategy == Strategy::kBlock) EXPECT_EQ(w["block_structure"], Json::array({128, 128}));
+      EXPECT_EQ(w["strategy"], std::string(ct_strategy(granularity)));
+      if (granularity == Granularity::block(128, 128)) EXPECT_EQ(w["block_structure"], Json::array({128, 128}));
       else EXPECT_TRUE(w["block_structure"].is_null());
       EXPECT_EQ(g["input_activations"]["dynamic"], true);
     }
@@ -340,12 +340,12 @@ TEST_P(LayoutTest, SameBytesForAnyThreadCount) {
 INSTANTIATE_TEST_SUITE_P(
     Layouts, LayoutTest,
     ::testing::Values(Case{"hf_fp8", "hf-fp8", std::nullopt, std::nullopt},
-                      Case{"ct_fp8_tensor", "ct-fp8", Strategy::kTensor, std::nullopt},
+                      Case{"ct_fp8_tensor", "ct-fp8", Granularity::tensor(), std::nullopt},
                       Case{"ct_fp8_channel", "ct-fp8", std::nullopt, std::nullopt},
-                      Case{"ct_fp8_block", "ct-fp8", Strategy::kBlock, std::nullopt},
+                      Case{"ct_fp8_block", "ct-fp8", Granularity::block(128, 128), std::nullopt},
                       Case{"ct_mxfp8", "ct-mxfp8", std::nullopt, std::nullopt},
                       Case{"trn2_channel", "trn2", std::nullopt, std::nullopt},
-                      Case{"trn2_block", "trn2", Strategy::kBlock, std::nullopt},
+                      Case{"trn2_block", "trn2", Granularity::block(128, 128), std::nullopt},
                       Case{"trn3_mx", "trn3-mx", std::nullopt, std::nullopt},
                       Case{"trn3_mx_wrapX", "trn3-mx", std::nullopt, trn3::KLayout::kWrapX},
                       Case{"trn3_mx_1x32", "trn3-mx", std::nullopt, trn3::KLayout::k1x32}),

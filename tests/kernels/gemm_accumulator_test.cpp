@@ -27,7 +27,7 @@ using testing::Problem;
 using testing::random_problem;
 using testing::Shape;
 using M = AccumulationModel;
-using S = OperandScaling;
+using S = testing::Scales;
 using F = FormatId;
 
 constexpr Shape kShapes[] = {{1, 1, 1}, {7, 33, 130}, {13, 300, 40}, {97, 17, 260}, {7, 20, 600}, {3, 5, 0}};
@@ -87,7 +87,7 @@ TEST(GemmAccumulator, CIsInTheAccumulatorsUnits) {
   const std::vector<std::uint8_t> a = {0x38, 0x38}, b = {0x38, 0x38};
   const std::vector<float> half = {0.5f}, c = {3.0f};
   GemmArgs g = one_by_one(a, b, c, CRole::kEpilogue);
-  g.a.scaling = S::kTensor, g.a.scale_inv = half;
+  g.a.granularity = Granularity::tensor(), g.a.scale_inv = half;
   float d = 0.0f;
   for (const M& model : {M::fp32_sequential(), M::hopper(), M::exact_block(32), M::systolic(128)}) {
     g.c_role = CRole::kEpilogue;
@@ -107,7 +107,8 @@ TEST(GemmAccumulator, BlockScalingStartsTheScaledSum) {
   const std::vector<std::uint8_t> a(K, 0x38), b(K, 0x38);
   const std::vector<float> sa = {0.5f, 0.5f}, sb = {0.25f, 0.25f}, c = {1000.0f};
   GemmArgs g = one_by_one(a, b, c, CRole::kAccumulator);
-  g.a.scaling = g.b.scaling = S::kBlock128, g.a.scale_inv = sa, g.b.scale_inv = sb;
+  g.a.granularity = Granularity::block(1, 128), g.b.granularity = Granularity::block(128, 128);
+  g.a.scale_inv = sa, g.b.scale_inv = sb;
   float d = 0.0f;
   gemm(g, {.model = M::fp32_sequential()}, std::span(&d, 1));
   EXPECT_EQ(d, 1000.0f + 128 * 0.125f + 0.125f);  // C in output units: not scaled
@@ -180,7 +181,7 @@ TEST(GemmAccumulatorFast, SequentialAndSystolic) {
   std::mt19937_64 rng(41);
   for (const Shape& s : kShapes)
     for (CValues cv : {CValues::kKernelRange, CValues::kAnything}) {
-      for (S sc : {S::kNone, S::kTensor, S::kPerRow, S::kBlock128}) {
+      for (S sc : {S::kNone, S::kTensor, S::kPerChannel, S::kBlock128}) {
         expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, sc, sc, cv), M::fp32_sequential(), seq_isa());
         expect_same(problem(rng, s, F::kE5M2, F::kE4M3FN, sc, sc, cv), M::systolic(128), seq_isa());
       }
@@ -204,7 +205,7 @@ TEST(GemmAccumulatorFast, Fused) {
   std::mt19937_64 rng(43);
   const M rtz = M::hopper(), rne = M::fused(32, 13, Rounding::kNearestEven), promoted = M::fused(32, 13, Rounding::kTowardZero, 128);
   for (const Shape& s : kShapes) {
-    for (S sc : {S::kNone, S::kTensor, S::kPerRow})
+    for (S sc : {S::kNone, S::kTensor, S::kPerChannel})
       for (const M& m : {rtz, rne, M::fused(16, 10, Rounding::kTowardZero), M::fused_widths(16, 20, 13, Rounding::kNearestEven),
                          M::fused_widths(8, 12, 23, Rounding::kTowardZero)})
         expect_same(problem(rng, s, F::kE4M3FN, F::kE5M2, sc, sc, CValues::kKernelRange), m, model_isa());
@@ -253,7 +254,7 @@ void expect_trainium_same(const Problem& p, const GemmOptions& o) {
 TEST(GemmAccumulatorTrainium, PsumStartsAtC) {
   std::mt19937_64 rng(45);
   for (const Shape& s : {Shape{1, 1, 1}, Shape{130, 7, 300}, Shape{7, 513, 129}, Shape{3, 5, 0}, Shape{4, 6, 1030}}) {
-    expect_trainium_same(problem(rng, s, F::kE4M3, F::kE5M2, S::kTensor, S::kPerRow, CValues::kAnything), {.model = M::systolic(128)});
+    expect_trainium_same(problem(rng, s, F::kE4M3, F::kE5M2, S::kTensor, S::kPerChannel, CValues::kAnything), {.model = M::systolic(128)});
     expect_trainium_same(problem(rng, s, F::kE4M3, F::kE4M3, S::kNone, S::kNone, CValues::kAnything), {.model = M::systolic(256)});
     expect_trainium_same(problem(rng, s, F::kE4M3FN, F::kE5M2, S::kBlock128, S::kBlock128, CValues::kAnything),
                          {.model = M::systolic(128)});

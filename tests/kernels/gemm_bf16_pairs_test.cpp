@@ -23,7 +23,7 @@ namespace {
 using testing::Problem;
 using testing::random_problem;
 using M = AccumulationModel;
-using S = OperandScaling;
+using S = testing::Scales;
 
 float hi(std::uint32_t w) { return std::bit_cast<float>(w & 0xFFFF0000u); }
 float lo(std::uint32_t w) { return std::bit_cast<float>(w << 16); }
@@ -72,7 +72,7 @@ void equals_reference(const detail::SeqMicro& micro) {
   std::mt19937_64 rng(2026);
   constexpr testing::Shape kShapes[] = {{1, 1, 1},    {5, 63, 3},   {7, 65, 257}, {13, 129, 513}, {6, 64, 256},
                                         {97, 70, 301}, {2, 1100, 11}, {3, 5, 0},   {8, 3, 129}};
-  const std::tuple<S, S> scalings[] = {{S::kNone, S::kNone}, {S::kTensor, S::kPerRow}, {S::kPerRow, S::kTensor},
+  const std::tuple<S, S> scalings[] = {{S::kNone, S::kNone}, {S::kTensor, S::kPerChannel}, {S::kPerChannel, S::kTensor},
                                        {S::kBlock128, S::kBlock128}};
   const M models[] = {M::fp32_sequential(), M::systolic(1), M::systolic(3),  M::systolic(64),
                       M::systolic(127),     M::systolic(128), M::systolic(129), M::systolic(256)};

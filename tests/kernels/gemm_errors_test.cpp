@@ -16,7 +16,7 @@ namespace fp8q {
 namespace {
 
 using testing::Problem;
-using S = OperandScaling;
+using S = testing::Scales;
 using M = AccumulationModel;
 
 // The message of the std::invalid_argument that f throws ("" when it does not throw).
@@ -32,7 +32,7 @@ std::string error_of(F&& f) {
 
 Problem small() {
   std::mt19937_64 rng(1);
-  return testing::random_problem(rng, 3, 4, 5, FormatId::kE4M3FN, FormatId::kE5M2, S::kTensor, S::kPerRow, true, true, 0);
+  return testing::random_problem(rng, 3, 4, 5, FormatId::kE4M3FN, FormatId::kE5M2, S::kTensor, S::kPerChannel, true, true, 0);
 }
 
 std::string gemm_error(const Problem& p, const GemmOptions& o = {}, std::size_t out = 12) {
@@ -49,7 +49,7 @@ TEST(GemmErrors, NameTheTensorAndField) {
   EXPECT_EQ(gemm_error(p, {}, 11), "gemm: output: 11 elements, expected 3 x 4");
   { Problem q = p; q.a.pop_back(); EXPECT_EQ(gemm_error(q), "gemm: a: 14 codes, expected 3 x 5"); }
   { Problem q = p; q.k = 4; EXPECT_EQ(gemm_error(q), "gemm: a: 15 codes, expected 3 x 4"); }
-  { Problem q = p; q.scale_b.push_back(1); EXPECT_EQ(gemm_error(q), "gemm: b.scale_inv: 5 values, expected 4 for per-row/column scale_inv"); }
+  { Problem q = p; q.scale_b.push_back(1); EXPECT_EQ(gemm_error(q), "gemm: b.scale_inv: 5 values, expected 4 for granularity col"); }
   { Problem q = p; q.scale_b[2] = 0; EXPECT_EQ(gemm_error(q), "gemm: b.scale_inv[2]: 0 is not a finite positive multiplier"); }
   { Problem q = p; q.scale_b[1] = -1e-40f;
     EXPECT_EQ(gemm_error(q), "gemm: b.scale_inv[1]: -9.9999461e-41 is not a finite positive multiplier"); }
@@ -61,11 +61,19 @@ TEST(GemmErrors, NameTheTensorAndField) {
   { Problem q = p; q.fa = FormatId::kE2M1; q.a.assign(15, 0x0F); q.a[7] = 0x13;
     EXPECT_EQ(gemm_error(q), "gemm: a[1, 2]: byte 19 is not a e2m1 code (4-bit codes, high bits must be 0)"); }
   { Problem q = p; q.sa = S::kBlock128; q.scale_a.assign(3, 1.0f);
-    EXPECT_EQ(gemm_error(q), "gemm: a has block scale_inv, b has per-row/column scale_inv: 1x128 / 128x128 block scaling needs both operands"); }
+    EXPECT_EQ(gemm_error(q), "gemm: a has granularity block1x128, b has granularity col: 1x128 / 128x128 block scaling needs both operands"); }
   { Problem q = p; q.sa = S::kMx32; q.scale_a.clear(); q.mx_a.assign(3, 127);
-    EXPECT_EQ(gemm_error(q), "gemm: a has MX scales, b has per-row/column scale_inv: an MX operand pairs with MX scales or none"); }
+    EXPECT_EQ(gemm_error(q), "gemm: a has granularity mx, b has granularity col: an MX operand pairs with MX scales or none"); }
   { Problem q = p; q.sa = S::kMx32; q.scale_a.clear(); q.mx_a.assign(2, 127);
     EXPECT_EQ(gemm_error(q), "gemm: a.mx_scale: 2 E8M0 codes, expected 3 x 1"); }
+  // each operand's granularity is stated on its own matrix: A [M, K], B [K, N]
+  { GemmArgs g = p.args(); g.a.granularity = Granularity::column();
+    EXPECT_EQ(error_of([&] { gemm_reference(g, {}, std::span<float>()); }),
+              "gemm: a.granularity: col is not one the GEMM takes for A [M, K] (tensor row block1x128 mx)"); }
+  { GemmArgs g = p.args(); g.b.granularity = Granularity::mx();
+    EXPECT_EQ(error_of([&] { gemm(g, {}, std::span<float>()); }),
+              "gemm: b.granularity: mx is not one the GEMM takes for B [K, N] (tensor col block128x128 mx32x1)"); }
+  { Problem q = p; q.sa = S::kNone; q.scale_a.clear(); EXPECT_EQ(gemm_error(q), ""); }  // tensor, no scale: 1
   EXPECT_NE(gemm_error(p, {.model = M::exact_block(0)}).find("block/tile size must be >= 1"), std::string::npos);
 }
 

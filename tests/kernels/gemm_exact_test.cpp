@@ -12,7 +12,7 @@ namespace {
 
 using testing::Problem;
 using M = AccumulationModel;
-using S = OperandScaling;
+using S = testing::Scales;
 
 std::uint8_t integer_code(std::mt19937_64& rng, const Format& f) {
   for (;;) {
@@ -35,7 +35,7 @@ TEST(GemmExact, IntegerInputsMatchDoubleProductUnderEveryModel) {
         p.mx_a.resize(m * testing::cdiv(k, 32)), p.mx_b.assign(testing::cdiv(k, 32) * n, 127);
         for (auto& e : p.mx_a) e = static_cast<std::uint8_t>(126 + rng() % 3);
       } else {
-        p.sa = S::kTensor, p.sb = S::kPerRow;
+        p.sa = S::kTensor, p.sb = S::kPerChannel;
         p.scale_a = {0.25f};
         for (std::size_t j = 0; j < n; ++j) p.scale_b.push_back(j % 2 == 0 ? 2.0f : 0.5f);
       }

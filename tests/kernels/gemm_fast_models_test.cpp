@@ -37,7 +37,7 @@ using testing::random_problem;
 using testing::Shape;
 using testing::wide_mx_scales;
 using M = AccumulationModel;
-using S = OperandScaling;
+using S = testing::Scales;
 using F = FormatId;
 
 // The exact_block and fused paths' kernel under the active ISA (AVX2 on x86-64 at least).
@@ -184,7 +184,7 @@ TEST(GemmFastModels, OtherArgumentsRunTheReference) {
 // the reference.
 TEST(GemmFastModels, LongBlocksAreSizedByTheirProducts) {
   std::mt19937_64 rng(17);
-  Problem p = random_problem(rng, 7, 9, 300, F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kPerRow, true, true, 0);
+  Problem p = random_problem(rng, 7, 9, 300, F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kPerChannel, true, true, 0);
   expect_same(p, M::exact_block(1 << 30));  // min(B, K) = 300 products
   p = random_problem(rng, 1, 1, 1, F::kE4M3FN, F::kE4M3FN, S::kNone, S::kNone, false, false, 0);
   expect_same(p, M::exact_block(1 << 30));
@@ -202,7 +202,7 @@ TEST(GemmFastModels, LongBlocksAreSizedByTheirProducts) {
 TEST(GemmFastModels, EveryIsaTheCpuHasByTheOption) {
   std::mt19937_64 rng(31);
   Problem mx = random_problem(rng, 9, 40, 160, F::kE4M3FN, F::kE4M3FN, S::kMx32, S::kMx32, true, false, 0);
-  Problem plain = random_problem(rng, 9, 40, 160, F::kE4M3FN, F::kE5M2, S::kTensor, S::kPerRow, true, true, 0);
+  Problem plain = random_problem(rng, 9, 40, 160, F::kE4M3FN, F::kE5M2, S::kTensor, S::kPerChannel, true, true, 0);
   const std::tuple<const Problem*, M, std::vector<std::string_view>> cases[] = {
       {&mx, M::exact_block(32), {"generic", "avx2", "avx512"}},
       {&plain, M::hopper(), {"generic", "avx2", "avx512"}},
@@ -234,7 +234,7 @@ TEST(GemmFastModels, CallerFpEnvironmentDoesNotMatter) {
   std::mt19937_64 rng(16);
   Problem p = random_problem(rng, 17, 19, 300, F::kE4M3FN, F::kE5M2, S::kMx32, S::kMx32, true, true, 0);
   wide_mx_scales(p, rng);
-  const Problem q = random_problem(rng, 17, 19, 300, F::kE4M3FN, F::kE5M2, S::kPerRow, S::kPerRow, true, true, 0);
+  const Problem q = random_problem(rng, 17, 19, 300, F::kE4M3FN, F::kE5M2, S::kPerChannel, S::kPerChannel, true, true, 0);
   for (const auto& [prob, model] : {std::pair<const Problem*, M>{&p, M::exact_block(32)}, std::pair<const Problem*, M>{&q, M::hopper()}}) {
     std::vector<float> want(prob->m * prob->n), got(want.size());
     gemm(prob->args(), {.model = model}, std::span<float>(want));

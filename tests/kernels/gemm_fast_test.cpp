@@ -20,7 +20,7 @@ using testing::Problem;
 using testing::random_problem;
 using testing::Shape;
 using M = AccumulationModel;
-using S = OperandScaling;
+using S = testing::Scales;
 
 // 1: degenerate; 7/33/130: no tile multiples; 97 rows: two row blocks; 1100 columns: two
 // column blocks; K = 600: three K chunks; K = 0: empty sums.
@@ -51,8 +51,8 @@ TEST(GemmFast, EqualsReferenceAcrossShapesScalingsAndThreads) {
   std::mt19937_64 rng(42);
   const std::tuple<FormatId, FormatId, S, S, bool, bool> variants[] = {
       {FormatId::kE4M3FN, FormatId::kE4M3FN, S::kNone, S::kNone, false, false},
-      {FormatId::kE5M2, FormatId::kE4M3FN, S::kTensor, S::kPerRow, true, false},
-      {FormatId::kE4M3, FormatId::kE5M2, S::kPerRow, S::kTensor, false, true},
+      {FormatId::kE5M2, FormatId::kE4M3FN, S::kTensor, S::kPerChannel, true, false},
+      {FormatId::kE4M3, FormatId::kE5M2, S::kPerChannel, S::kTensor, false, true},
       {FormatId::kE4M3FN, FormatId::kE5M2, S::kBlock128, S::kBlock128, true, true},
       {FormatId::kE2M1, FormatId::kE3M4, S::kTensor, S::kNone, false, false},
   };
@@ -82,7 +82,7 @@ TEST(GemmFast, SpecialValuesAndOverflow) {
 // A caller that set round-toward-zero, FTZ and DAZ gets the same bits.
 TEST(GemmFast, CallerFpEnvironmentDoesNotMatter) {
   std::mt19937_64 rng(9);
-  const Problem p = random_problem(rng, 17, 19, 300, FormatId::kE4M3FN, FormatId::kE5M2, S::kPerRow, S::kPerRow, true,
+  const Problem p = random_problem(rng, 17, 19, 300, FormatId::kE4M3FN, FormatId::kE5M2, S::kPerChannel, S::kPerChannel, true,
                                    true, 0);
   std::vector<float> want(p.m * p.n), got(p.m * p.n), got_ref(p.m * p.n);
   gemm(p.args(), {}, std::span<float>(want));

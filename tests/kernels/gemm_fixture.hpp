@@ -17,17 +17,31 @@ struct Shape {
   std::size_t m, n, k;
 };
 
+// A test's shorthand for a pair of operand granularities (gemm.hpp): one family of scales,
+// placed on A [M, K] and B [K, N] as the GEMM takes it (per channel: row of A, column of B).
+enum class Scales : std::uint8_t { kNone, kTensor, kPerChannel, kBlock128, kMx32 };
+
+inline Granularity granularity_of(Scales s, bool is_a) {
+  switch (s) {
+    case Scales::kNone: case Scales::kTensor: return Granularity::tensor();
+    case Scales::kPerChannel: return is_a ? Granularity::row() : Granularity::column();
+    case Scales::kBlock128: return is_a ? Granularity::block(1, 128) : Granularity::block(128, 128);
+    case Scales::kMx32: return is_a ? Granularity::mx() : Granularity::mx_column();
+  }
+  return Granularity::tensor();
+}
+
 struct Problem {
   std::size_t m = 0, n = 0, k = 0;
   FormatId fa = FormatId::kE4M3FN, fb = FormatId::kE4M3FN;
-  OperandScaling sa = OperandScaling::kNone, sb = OperandScaling::kNone;
+  Scales sa = Scales::kNone, sb = Scales::kNone;
   std::vector<std::uint8_t> a, b, mx_a, mx_b;
   std::vector<float> scale_a, scale_b, c, bias;
 
   GemmArgs args() const {
     return {.m = m, .n = n, .k = k,
-            .a = {.format = fa, .codes = a, .scaling = sa, .scale_inv = scale_a, .mx_scale = mx_a},
-            .b = {.format = fb, .codes = b, .scaling = sb, .scale_inv = scale_b, .mx_scale = mx_b},
+            .a = {.format = fa, .codes = a, .granularity = granularity_of(sa, true), .scale_inv = scale_a, .mx_scale = mx_a},
+            .b = {.format = fb, .codes = b, .granularity = granularity_of(sb, false), .scale_inv = scale_b, .mx_scale = mx_b},
             .c = c, .bias = bias};
   }
 };
@@ -49,14 +63,14 @@ inline float random_scale(std::mt19937_64& rng) {
 }
 
 inline void fill_scales(Problem& p, std::mt19937_64& rng) {
-  auto fill = [&](OperandScaling s, std::vector<float>& v, std::vector<std::uint8_t>& mx, bool is_a) {
+  auto fill = [&](Scales s, std::vector<float>& v, std::vector<std::uint8_t>& mx, bool is_a) {
     std::size_t count = 0;
     switch (s) {
-      case OperandScaling::kNone: break;
-      case OperandScaling::kTensor: count = 1; break;
-      case OperandScaling::kPerRow: count = is_a ? p.m : p.n; break;
-      case OperandScaling::kBlock128: count = is_a ? p.m * cdiv(p.k, 128) : cdiv(p.k, 128) * cdiv(p.n, 128); break;
-      case OperandScaling::kMx32:
+      case Scales::kNone: break;
+      case Scales::kTensor: count = 1; break;
+      case Scales::kPerChannel: count = is_a ? p.m : p.n; break;
+      case Scales::kBlock128: count = is_a ? p.m * cdiv(p.k, 128) : cdiv(p.k, 128) * cdiv(p.n, 128); break;
+      case Scales::kMx32:
         mx.resize(is_a ? p.m * cdiv(p.k, 32) : cdiv(p.k, 32) * p.n);
         for (auto& e : mx) e = static_cast<std::uint8_t>(127 - 6 + rng() % 13);
         break;
@@ -69,7 +83,7 @@ inline void fill_scales(Problem& p, std::mt19937_64& rng) {
 }
 
 inline Problem random_problem(std::mt19937_64& rng, std::size_t m, std::size_t n, std::size_t k, FormatId fa,
-                              FormatId fb, OperandScaling sa, OperandScaling sb, bool with_c, bool with_bias,
+                              FormatId fb, Scales sa, Scales sb, bool with_c, bool with_bias,
                               unsigned special_odds) {
   Problem p{.m = m, .n = n, .k = k, .fa = fa, .fb = fb, .sa = sa, .sb = sb};
   p.a.resize(m * k), p.b.resize(k * n);

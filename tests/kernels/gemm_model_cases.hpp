@@ -61,7 +61,7 @@ inline void fill_c(Problem& p, std::mt19937_64& rng, CValues which) {
 template <class Fn>
 void exact_block_mx_cases(Fn&& f) {
   using F = FormatId;
-  using S = OperandScaling;
+  using S = testing::Scales;
   std::mt19937_64 rng(11);
   const std::tuple<F, F, S, S> variants[] = {
       {F::kE4M3FN, F::kE4M3FN, S::kMx32, S::kMx32}, {F::kE4M3FN, F::kE5M2, S::kMx32, S::kMx32},
@@ -82,11 +82,11 @@ void exact_block_mx_cases(Fn&& f) {
 template <class Fn>
 void exact_block_plain_cases(Fn&& f) {
   using F = FormatId;
-  using S = OperandScaling;
+  using S = testing::Scales;
   using M = AccumulationModel;
   std::mt19937_64 rng(12);
   const std::tuple<F, F, S, S> variants[] = {
-      {F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kPerRow}, {F::kE5M2, F::kE4M3, S::kPerRow, S::kTensor},
+      {F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kPerChannel}, {F::kE5M2, F::kE4M3, S::kPerChannel, S::kTensor},
       {F::kE4M3FN, F::kE5M2, S::kBlock128, S::kBlock128}, {F::kE5M2FNUZ, F::kE3M4, S::kNone, S::kNone},
   };
   for (const Shape& s : kModelShapes)
@@ -122,7 +122,7 @@ void exact_block_split_sum_cases(Fn&& f) {
 template <class Fn>
 void exact_block_cancellation_cases(int count, Fn&& f) {
   using F = FormatId;
-  using S = OperandScaling;
+  using S = testing::Scales;
   std::mt19937_64 rng(123);
   auto value = [&] {
     const unsigned r = static_cast<unsigned>(rng() % 10);
@@ -159,12 +159,12 @@ void exact_block_cancellation_cases(int count, Fn&& f) {
 template <class Fn>
 void fused_model_cases(Fn&& f) {
   using F = FormatId;
-  using S = OperandScaling;
+  using S = testing::Scales;
   using M = AccumulationModel;
   std::mt19937_64 rng(13);
   const std::tuple<F, F, S, S> variants[] = {
-      {F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kTensor}, {F::kE5M2, F::kE5M2, S::kNone, S::kPerRow},
-      {F::kE4M3FN, F::kE5M2, S::kBlock128, S::kBlock128}, {F::kE5M2FNUZ, F::kE4M3FNUZ, S::kPerRow, S::kNone},
+      {F::kE4M3FN, F::kE4M3FN, S::kTensor, S::kTensor}, {F::kE5M2, F::kE5M2, S::kNone, S::kPerChannel},
+      {F::kE4M3FN, F::kE5M2, S::kBlock128, S::kBlock128}, {F::kE5M2FNUZ, F::kE4M3FNUZ, S::kPerChannel, S::kNone},
       {F::kE3M4, F::kE2M1, S::kNone, S::kNone},
   };
   const M models[] = {M::hopper(),
@@ -188,7 +188,7 @@ void fused_model_cases(Fn&& f) {
 // promotion and block scaling; and none at all (the driver's fast exit).
 template <class Fn>
 void fused_special_cases(Fn&& f) {
-  using S = OperandScaling;
+  using S = testing::Scales;
   using M = AccumulationModel;
   std::mt19937_64 rng(14);
   for (unsigned odds : {5u, 0u})

@@ -51,7 +51,7 @@ using testing::Problem;
 using testing::random_problem;
 using testing::Shape;
 using M = AccumulationModel;
-using S = OperandScaling;
+using S = testing::Scales;
 using F = FormatId;
 
 template <class K>

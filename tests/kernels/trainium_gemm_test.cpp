@@ -20,7 +20,7 @@ using testing::Problem;
 using testing::random_problem;
 using testing::Shape;
 using M = AccumulationModel;
-using S = OperandScaling;
+using S = testing::Scales;
 using F = FormatId;
 
 // 1x1x1: one partial tile of everything; 130 rows: two M tiles; 513 columns: two N tiles;
@@ -65,8 +65,8 @@ TEST(TrainiumGemm, NcMatmulEqualsSystolicReference) {
     bool c, bias;
   };
   const Variant variants[] = {{F::kE4M3, F::kE5M2, S::kNone, S::kNone, false, false},
-                              {F::kE4M3, F::kE4M3, S::kTensor, S::kPerRow, true, false},
-                              {F::kE5M2, F::kE3M4, S::kPerRow, S::kTensor, false, true},
+                              {F::kE4M3, F::kE4M3, S::kTensor, S::kPerChannel, true, false},
+                              {F::kE5M2, F::kE3M4, S::kPerChannel, S::kTensor, false, true},
                               {F::kE4M3FN, F::kE5M2, S::kBlock128, S::kBlock128, true, true}};
   for (const Shape& s : kShapes)
     for (const Variant& v : variants)
@@ -170,7 +170,7 @@ TEST(TrainiumGemm, NcMatmulMxWithoutMxScales) {
   std::mt19937_64 rng(16);
   for (const Shape& s : kShapes)
     for (const Trn3Layout layout : {Trn3Layout::kWrapX, Trn3Layout::k1x32})
-      for (const auto& [sa, sb] : {std::pair{S::kTensor, S::kPerRow}, std::pair{S::kBlock128, S::kBlock128}}) {
+      for (const auto& [sa, sb] : {std::pair{S::kTensor, S::kPerChannel}, std::pair{S::kBlock128, S::kBlock128}}) {
         const Problem p = random_problem(rng, s.m, s.n, s.k, F::kE5M2, F::kE4M3FN, sa, sb, false, true, 0);
         expect_tiled_equals_reference(p, {.model = M::trainium3_mx(layout)});
       }

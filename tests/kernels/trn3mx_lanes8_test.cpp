@@ -35,7 +35,7 @@ namespace {
 using testing::Problem;
 using testing::random_problem;
 using F = FormatId;
-using S = OperandScaling;
+using S = testing::Scales;
 
 struct Named {
   detail::Trn3MxKernel kernel;

@@ -81,7 +81,7 @@ def test_quantize_matches_the_tool(tmp_path, cli, scheme, elem, extra):
     tensors = {"w": w, "h": (w * 3).to(torch.bfloat16)[:, :64].contiguous()}
     src, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
     save_file(tensors, str(src))
-    run(cli, "quantize-tensors", src, out, "--scheme", scheme, "--elem", elem, *extra)
+    run(cli, "quantize-tensors", src, out, "--granularity", scheme, "--elem", elem, *extra)
     got = load_file(str(out))
     opts = dict(granularity=scheme, scale_op="divide" if "divide" in extra else "multiply",
                 power_of_two="--pow2" in extra, margin=2 if "--margin" in extra else 0,

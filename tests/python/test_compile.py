@@ -21,7 +21,7 @@ def step(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
     s = torch.ops.fp8q.scale_from_amax(a, "e4m3fn", "multiply")
     q, qt, amax = torch.ops.fp8q.cast_transpose(x, "e4m3fn", s.reshape(1))
     wq, ws = torch.ops.fp8q.quantize(w, "e4m3fn", "row")
-    y = torch.ops.fp8q.matmul(q, wq.t().contiguous(), "trn3", "", "", "tensor", 1.0 / s.reshape(1), "row",
+    y = torch.ops.fp8q.matmul(q, wq.t().contiguous(), "trn3", "", "", "tensor", 1.0 / s.reshape(1), "col",
                               ws.reshape(1, -1), None, None, "", torch.float32, False)
     g = torch.ops.fp8q.convert(y, "e5m2", "", "sr", "saturate", "error", 7, 0, None, "multiply")
     return y * 2, qt, amax, g

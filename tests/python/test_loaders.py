@@ -27,15 +27,15 @@ transformers = pytest.importorskip("transformers")
 
 TRANSFORMERS_LAYOUTS = {
     "hf-fp8": ["--layout", "hf-fp8"],
-    "ct-fp8 tensor": ["--layout", "ct-fp8", "--strategy", "tensor"],
-    "ct-fp8 channel": ["--layout", "ct-fp8", "--strategy", "channel"],
-    "ct-fp8 block": ["--layout", "ct-fp8", "--strategy", "block"],
+    "ct-fp8 tensor": ["--layout", "ct-fp8", "--granularity", "tensor"],
+    "ct-fp8 channel": ["--layout", "ct-fp8", "--granularity", "row"],
+    "ct-fp8 block": ["--layout", "ct-fp8", "--granularity", "block128x128"],
     "ct-mxfp8": ["--layout", "ct-mxfp8"],
 }
 READER_LAYOUTS = {
-    "trn2 tensor": ["--layout", "trn2", "--strategy", "tensor"],
-    "trn2 channel": ["--layout", "trn2", "--strategy", "channel"],
-    "trn2 block": ["--layout", "trn2", "--strategy", "block"],
+    "trn2 tensor": ["--layout", "trn2", "--granularity", "tensor"],
+    "trn2 channel": ["--layout", "trn2", "--granularity", "row"],
+    "trn2 block": ["--layout", "trn2", "--granularity", "block128x128"],
     "trn3-mx": ["--layout", "trn3-mx"],
     "trn3-mx 1x32": ["--layout", "trn3-mx", "--pack", "1x32"],
     "trn3-mx wrapX": ["--layout", "trn3-mx", "--pack", "wrapX"],

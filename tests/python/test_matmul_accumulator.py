@@ -66,9 +66,9 @@ def test_negative_zero_c_with_zero_products():
 
 def test_old_positional_calls_keep_the_epilogue_role():
     x, one, c = _e4m3([[1.5, 0.75]]), _e4m3([[1.0], [1.0]]), torch.tensor([[8192.0]])
-    old = torch.ops.fp8q.matmul(x, one, "hopper", "", "", "none", None, "none", None, c, None, "", torch.float32, False)
+    old = torch.ops.fp8q.matmul(x, one, "hopper", "", "", "tensor", None, "tensor", None, c, None, "", torch.float32, False)
     assert old.item() == 8194.25
-    new = torch.ops.fp8q.matmul(x, one, "hopper", "", "", "none", None, "none", None, c, None, "", torch.float32,
+    new = torch.ops.fp8q.matmul(x, one, "hopper", "", "", "tensor", None, "tensor", None, c, None, "", torch.float32,
                                 False, "accumulator")
     assert new.item() == 8193.0
     assert torch.ops.fp8q.matmul(x, one, "hopper", c=c, c_role="accumulator").item() == 8193.0

@@ -30,14 +30,14 @@ SENTENCES = [
 # decompresses MX weights to bfloat16 whatever the model's dtype, so ct-mxfp8 is loaded in bf16.
 LAYOUTS = {
     "hf-fp8": (["--layout", "hf-fp8"], torch.float32),
-    "ct-fp8 tensor": (["--layout", "ct-fp8", "--strategy", "tensor"], torch.float32),
-    "ct-fp8 channel": (["--layout", "ct-fp8", "--strategy", "channel"], torch.float32),
-    "ct-fp8 block": (["--layout", "ct-fp8", "--strategy", "block"], torch.float32),
+    "ct-fp8 tensor": (["--layout", "ct-fp8", "--granularity", "tensor"], torch.float32),
+    "ct-fp8 channel": (["--layout", "ct-fp8", "--granularity", "row"], torch.float32),
+    "ct-fp8 block": (["--layout", "ct-fp8", "--granularity", "block128x128"], torch.float32),
     "ct-mxfp8": (["--layout", "ct-mxfp8"], torch.bfloat16),
 }
 READER_LAYOUTS = {
-    "trn2 channel": ["--layout", "trn2", "--strategy", "channel"],
-    "trn2 block": ["--layout", "trn2", "--strategy", "block"],
+    "trn2 channel": ["--layout", "trn2", "--granularity", "row"],
+    "trn2 block": ["--layout", "trn2", "--granularity", "block128x128"],
     "trn3-mx": ["--layout", "trn3-mx"],
     "trn3-mx wrapX": ["--layout", "trn3-mx", "--pack", "wrapX"],
 }

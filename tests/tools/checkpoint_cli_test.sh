@@ -47,9 +47,37 @@ for layout in hf-fp8 ct-fp8 ct-mxfp8 trn2 trn3-mx; do
   check "verify $layout" 0 '' -- "$fp8q" verify "$tmp/q-$layout" --against "$tmp/model"
   expect "verify $layout OK" grep -q 'verify: OK' "$tmp/out"
 done
-check "quantize --json" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-json" --layout ct-fp8 --strategy block --json
+check "quantize --json" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-json" --layout ct-fp8 --granularity block128x128 --json
 expect "--json parses" "$py" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["summary"]["quantized"] == 2, j["summary"]' "$tmp/out"
 expect "--json: block layouts keep a partial block" "$py" -c 'import json,sys; t={x["name"]: x for x in json.load(open(sys.argv[1]))["tensors"]}["model.layers.0.mlp.down_proj.weight"]; assert not t["quantized"] and "in_features 160 is not a multiple of 128" in t["reason"], t' "$tmp/out"
+# a checkpoint written before fp8q.granularity names its weight scales in compressed-tensors'
+# words (fp8q.strategy): verify still reads it, and refuses a word it does not know
+cp -r "$tmp/q-json" "$tmp/q-old"
+"$py" - "$tmp/q-old/model.safetensors" block <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+assert hdr["__metadata__"].pop("fp8q.granularity") == "block128x128"
+hdr["__metadata__"]["fp8q.strategy"] = sys.argv[2]
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + raw[8 + n:])
+PY
+check "verify, fp8q.strategy of older files" 0 '' -- "$fp8q" verify "$tmp/q-old" --against "$tmp/model"
+"$py" - "$tmp/q-json/model.safetensors" "$tmp/q-old/model.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+hdr["__metadata__"].pop("fp8q.granularity")
+hdr["__metadata__"]["fp8q.strategy"] = "block128x128"
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(h)) + h + raw[8 + n:])
+PY
+check "verify, an unknown fp8q.strategy" 2 'fp8q.strategy = "block128x128" is not a strategy' -- "$fp8q" verify "$tmp/q-old" --against "$tmp/model"
+
 check "inspect dir" 0 '' -- "$fp8q" inspect "$tmp/q-hf-fp8"
 expect "inspect lists weight_scale_inv" grep -q 'weight_scale_inv' "$tmp/out"
 expect "inspect shows quant_method" grep -q '"quant_method": "fp8"' "$tmp/out"
@@ -70,6 +98,10 @@ expect "--force wrote trn2" grep -q '"layout": "trn2"' "$tmp/t1/config.json"
 check "OUT_DIR is the input" 2 'overlaps the input' -- "$fp8q" quantize "$tmp/model" "$tmp/model" --layout hf-fp8 --force
 check "bad layout" 2 'not one of' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout fp4
 check "strategy on hf-fp8" 2 'hf-fp8 always' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout hf-fp8 --strategy tensor
+check "granularity on hf-fp8" 2 '--granularity tensor does not apply' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout hf-fp8 --granularity tensor
+check "a granularity ct-fp8 does not store" 2 'ct-fp8 stores weights per tensor, per row .output channel. or in 128x128 blocks .--granularity tensor row block128x128., not block1x128' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout ct-fp8 --granularity block1x128
+check "--granularity and its alias --strategy" 2 'excludes' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout ct-fp8 --granularity row --strategy channel
+check "--strategy in its own words" 2 "--strategy: 'row' is not one of tensor channel block" -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout ct-fp8 --strategy row
 check "bad regex" 2 'regular expression' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout hf-fp8 --ignore '('
 check "calib on hf-fp8" 2 'input scales' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout hf-fp8 --calib-data "$tmp/model/model.safetensors"
 

@@ -106,7 +106,7 @@ check "calibrate not safetensors" 2 'x.f32' -- "$fp8q" calibrate "$tmp/x.f32" --
 
 # quantize-tensors / dequantize-tensors write safetensors through a symbolic link (the link stays
 # a link) and refuse a FIFO (renaming the finished file onto it would replace it).
-check "quantize-tensors" 0 '' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/q.safetensors" --scheme row
+check "quantize-tensors" 0 '' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/q.safetensors" --granularity row
 ln -s "$tmp/q-target.safetensors" "$tmp/q-link"
 check "quantize-tensors through a symlink" 0 '' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/q-link" --scheme row
 expect "quantize-tensors: the link is still a link" test -L "$tmp/q-link"
@@ -116,7 +116,7 @@ check "dequantize-tensors through a symlink" 0 '' -- "$fp8q" dequantize-tensors 
 expect "dequantize-tensors: the link is still a link" test -L "$tmp/d-link"
 expect "dequantize-tensors: its target got the file" test -s "$tmp/d-target.safetensors"
 mkfifo "$tmp/q-fifo"
-check "quantize-tensors to a FIFO" 2 'not a regular file' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/q-fifo" --scheme row
+check "quantize-tensors to a FIFO" 2 'not a regular file' -- "$fp8q" quantize-tensors "$tmp/act.safetensors" "$tmp/q-fifo" --granularity row
 expect "quantize-tensors: the FIFO is still a FIFO" test -p "$tmp/q-fifo"
 check "dequantize-tensors to a FIFO" 2 'not a regular file' -- "$fp8q" dequantize-tensors "$tmp/q.safetensors" "$tmp/q-fifo"
 expect "dequantize-tensors: the FIFO is still a FIFO" test -p "$tmp/q-fifo"
@@ -140,7 +140,7 @@ check "--seed -1" 2 'must not be negative' -- "$fp8q" convert --from f32 --to e4
 check "--first -1" 2 'must not be negative' -- "$fp8q" dump --format f32 --first -1 "$tmp/x.f32"
 check "calibrate --margin 200" 2 'must be in \[-127, 127\], got 200' -- "$fp8q" calibrate "$tmp/act.safetensors" --method max --format e4m3fn --margin 200
 # quantizing a quantized file again: its fp8q keys are replaced, not kept beside the new ones
-check "quantize-tensors of its own output" 0 '' -- "$fp8q" quantize-tensors "$tmp/q.safetensors" "$tmp/qq.safetensors" --scheme tensor
+check "quantize-tensors of its own output" 0 '' -- "$fp8q" quantize-tensors "$tmp/q.safetensors" "$tmp/qq.safetensors" --granularity tensor
 check "dequantize-tensors of that" 0 '' -- "$fp8q" dequantize-tensors "$tmp/qq.safetensors" "$tmp/dd.safetensors"
 # a tensor that is quantized data and another tensor's scale at once: refused, not dropped
 /usr/bin/python3 - "$tmp/dup.safetensors" <<'PY'

@@ -69,9 +69,10 @@ void run(const CalibrateArgs& a) {
   spec.calibrator.scale.power_of_two = a.pow2;
   if (a.margin < -127 || a.margin > 127) throw UsageError("--margin: must be in [-127, 127], got " + std::to_string(a.margin));
   spec.calibrator.scale.margin = a.margin;
-  if (a.granularity != "tensor" && a.granularity != "row")
+  const auto g = parse_granularity(a.granularity);
+  if (g != Granularity::tensor() && g != Granularity::row())
     throw UsageError("--granularity: '" + a.granularity + "' is not one of tensor row");
-  spec.granularity = a.granularity == "row" ? calib::Granularity::kChannel : calib::Granularity::kTensor;
+  spec.granularity = *g;
   if (a.threads < 1) throw UsageError("--threads: must be at least 1, got " + std::to_string(a.threads));
   spec.threads = a.threads;
 
@@ -94,14 +95,14 @@ void run(const CalibrateArgs& a) {
       throw UsageError("tensor '" + t.name + "': " + e.what());
     }
     if (a.json) {
-      if (spec.granularity == calib::Granularity::kTensor) {
+      if (spec.granularity == Granularity::tensor()) {
         out[t.name] = entry(result.front());
       } else {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& c : result) list.push_back(entry(c));
         out[t.name] = {{"rows", list}};
       }
-    } else if (spec.granularity == calib::Granularity::kTensor) {
+    } else if (spec.granularity == Granularity::tensor()) {
       print_line(t.name, result.front());
     } else {
       for (std::size_t r = 0; r < result.size(); ++r) print_line(t.name + "[" + std::to_string(r) + "]", result[r]);

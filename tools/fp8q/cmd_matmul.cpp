@@ -173,14 +173,14 @@ struct Operands {
   std::size_t m = 0, n = 0, k = 0;
   FormatId fa{}, fb{};
   std::vector<std::uint8_t> a, b;  // A M x K, B K x N (bt transposed)
-  OperandScaling sa = OperandScaling::kNone, sb = OperandScaling::kNone;
+  Granularity ga = Granularity::tensor(), gb = Granularity::tensor();  // gemm.hpp: on A [M, K] and B [K, N]
   std::vector<float> inv_a, inv_b, c, bias;
   std::vector<std::uint8_t> mx_a, mx_b;
 
   GemmArgs args(CRole c_role) const {
     return {.m = m, .n = n, .k = k,
-            .a = {.format = fa, .codes = a, .scaling = sa, .scale_inv = inv_a, .mx_scale = mx_a},
-            .b = {.format = fb, .codes = b, .scaling = sb, .scale_inv = inv_b, .mx_scale = mx_b},
+            .a = {.format = fa, .codes = a, .granularity = ga, .scale_inv = inv_a, .mx_scale = mx_a},
+            .b = {.format = fb, .codes = b, .granularity = gb, .scale_inv = inv_b, .mx_scale = mx_b},
             .c = c, .bias = bias, .c_role = c_role};
   }
 };
@@ -222,7 +222,7 @@ Operands load(const Input& in) {
     if (in.shape("a.scale") != Shape{M, kg})
       in.fail("a.scale", "has shape " + shape_str(in.shape("a.scale")) + "; MX scales of A (32 along K) are [M, ceil(K/32)] = " +
                              shape_str({M, kg}));
-    op.mx_a = in.e8m0("a.scale"), op.sa = OperandScaling::kMx32;
+    op.mx_a = in.e8m0("a.scale"), op.ga = Granularity::mx();
   }
   if (in.find(bn + ".scale")) {
     const std::string sn = bn + ".scale";
@@ -244,7 +244,7 @@ Operands load(const Input& in) {
       for (std::size_t n = 0; n < N; ++n)
         for (std::size_t j = 0; j < kg; ++j) op.mx_b[j * N + n] = v[n * kg + j];
     }
-    op.sb = OperandScaling::kMx32;
+    op.gb = Granularity::mx_column();
   }
 
   // scale_inv: tensor [1], per row / column, or 1x128 / 128x128 blocks
@@ -257,7 +257,7 @@ Operands load(const Input& in) {
   const Fits fa = has_ia ? fits(in.shape(ia), wa) : Fits{}, fb = has_ib ? fits(in.shape(ib), wb) : Fits{};
   const bool plain_a = !has_ia || fa.tensor || fa.per, plain_b = !has_ib || fb.tensor || fb.per;
   if (has_ia && has_ib && fa.block && fb.block && (!plain_a || !plain_b)) {
-    op.sa = op.sb = OperandScaling::kBlock128;
+    op.ga = Granularity::block(1, 128), op.gb = Granularity::block(128, 128);
     op.inv_a = in.f32(ia, true);
     std::vector<float> v = in.f32(ib, true);
     if (has_b) {
@@ -269,7 +269,7 @@ Operands load(const Input& in) {
     }
   } else {
     auto plain = [&](const std::string& name, bool has, const Fits& f, const ScaleShapes& w, const std::string& other,
-                     OperandScaling& s, std::vector<float>& v) {
+                     Granularity& g, Granularity per, std::vector<float>& v) {
       if (!has) return;
       if (!f.tensor && !f.per) {
         if (f.block)
@@ -278,11 +278,11 @@ Operands load(const Input& in) {
         in.fail(name, "has shape " + shape_str(in.shape(name)) + ", which is none of [1] (per tensor), " + w.per_name + " = " +
                           shape_str(w.per) + ", " + w.block_name + " = " + shape_str(w.block));
       }
-      s = f.tensor ? OperandScaling::kTensor : OperandScaling::kPerRow;
+      g = f.tensor ? Granularity::tensor() : per;
       v = in.f32(name, true);
     };
-    plain(ia, has_ia, fa, wa, ib, op.sa, op.inv_a);
-    plain(ib, has_ib, fb, wb, ia, op.sb, op.inv_b);
+    plain(ia, has_ia, fa, wa, ib, op.ga, Granularity::row(), op.inv_a);
+    plain(ib, has_ib, fb, wb, ia, op.gb, Granularity::column(), op.inv_b);
   }
 
   if (in.find("c")) {

@@ -1,4 +1,4 @@
-// fp8q quantize IN OUT_DIR --layout L [--strategy tensor|channel|block] [--pack wrapX|1x32]
+// fp8q quantize IN OUT_DIR --layout L [--granularity tensor|row|block128x128] [--pack wrapX|1x32]
 //                [--ignore REGEX]... [--calib-data FILE --calib-method M] [--threads N]
 //                [--max-shard-size BYTES] [--allow-nonfinite] [--force] [--json]
 // fp8q verify OUT_DIR --against IN [--threads N] [--json]
@@ -137,7 +137,7 @@ class ProgressPrinter {
 
 // ---- quantize ----
 struct QuantizeArgs {
-  std::string in, out, layout, strategy, pack, calib_data, calib_method;
+  std::string in, out, layout, granularity, strategy, pack, calib_data, calib_method;
   std::vector<std::string> ignore;
   int threads = 1;
   std::uint64_t max_shard = 5'000'000'000;
@@ -147,9 +147,14 @@ struct QuantizeArgs {
 void run_quantize(const QuantizeArgs& a) {
   ck::QuantizeCheckpointOptions o;
   o.layout = a.layout;
+  if (!a.granularity.empty()) {
+    o.layout_options.granularity = parse_granularity(a.granularity);
+    if (!o.layout_options.granularity)
+      throw UsageError("--granularity: '" + a.granularity + "' is not one of tensor row block128x128");
+  }
   if (!a.strategy.empty()) {
-    o.layout_options.strategy = ck::parse_strategy(a.strategy);
-    if (!o.layout_options.strategy) throw UsageError("--strategy: '" + a.strategy + "' is not one of tensor channel block");
+    o.layout_options.granularity = ck::parse_ct_strategy(a.strategy);
+    if (!o.layout_options.granularity) throw UsageError("--strategy: '" + a.strategy + "' is not one of tensor channel block");
   }
   if (!a.pack.empty() && a.pack != "none") {
     o.layout_options.pack = trn3::parse_k_layout(a.pack);
@@ -252,7 +257,9 @@ void add_quantize(CLI::App& app) {
   qc->add_option("IN", q->in, "Input .safetensors file or Hugging Face model directory")->required();
   qc->add_option("OUT_DIR", q->out, "Output directory (created; replaced only with --force)")->required();
   qc->add_option("--layout", q->layout, "hf-fp8 ct-fp8 ct-mxfp8 trn2 trn3-mx")->required();
-  qc->add_option("--strategy", q->strategy, "ct-fp8 / trn2 scales: tensor channel block (default channel)");
+  auto* g = qc->add_option("--granularity", q->granularity, "ct-fp8 / trn2 weight scales: tensor row block128x128 (default row)");
+  qc->add_option("--strategy", q->strategy, "Alias of --granularity in compressed-tensors' words: tensor channel block")
+      ->excludes(g);
   qc->add_option("--pack", q->pack, "trn3-mx: pre-pack for nc_matmul_mx: none wrapX 1x32 (default none)");
   qc->add_option("--ignore", q->ignore, "Also keep tensors whose name matches this regex (repeatable)");
   qc->add_option("--calib-data", q->calib_data, "ct-fp8 static input scales: safetensors with <module>.input samples");

@@ -1,4 +1,4 @@
-// fp8q quantize-tensors IN OUT --scheme S [--elem F] [--scale-rule R] [--apply multiply|divide]
+// fp8q quantize-tensors IN OUT --granularity G [--elem F] [--scale-rule R] [--apply multiply|divide]
 //                       [--pow2] [--margin N] [--round M] [--seed N] [--overflow P] [--threads N]
 // fp8q dequantize-tensors IN OUT [--dtype orig|f32|bf16|f16] [--threads N]
 // The quant layer on safetensors files; the contract is docs/tensors.md. Tensors are read
@@ -67,8 +67,10 @@ struct QuantizeArgs {
 
 QuantizeOptions quantize_options(const QuantizeArgs& a) {
   QuantizeOptions o;
+  if (a.scheme.empty()) throw UsageError("--granularity is required (tensor row col block<R>x<C> mx)");
   const auto g = parse_granularity(a.scheme);
-  if (!g) throw UsageError("--scheme: '" + a.scheme + "' is not one of tensor row col block<R>x<C> mx");
+  if (!g || *g == Granularity::mx_column())
+    throw UsageError("--granularity: '" + a.scheme + "' is not one of tensor row col block<R>x<C> mx");
   o.granularity = *g;
   const Format& elem = format_arg(a.elem, "--elem");
   if (elem.bits() > 8 || !elem.is_signed || !elem.has_zero())
@@ -76,13 +78,13 @@ QuantizeOptions quantize_options(const QuantizeArgs& a) {
   o.element = *parse_format(a.elem);  // format_arg() accepted the name
   const bool mx = g->kind == GranularityKind::kMx;
   if (!a.rule.empty()) {
-    if (!mx) throw UsageError("--scale-rule applies to --scheme mx only");
+    if (!mx) throw UsageError("--scale-rule applies to --granularity mx only");
     const auto r = parse_mx_scale_rule(a.rule);
     if (!r) throw UsageError("--scale-rule: '" + a.rule + "' is not one of floor ceil even rceil trainium3");
     o.mx_rule = *r;
   }
   if (mx && (!a.apply.empty() || a.pow2 || a.margin_opt->count() > 0))
-    throw UsageError("--apply, --pow2 and --margin do not apply to --scheme mx (its scales are E8M0 powers of two)");
+    throw UsageError("--apply, --pow2 and --margin do not apply to --granularity mx (its scales are E8M0 powers of two)");
   if (!a.apply.empty()) {
     if (a.apply != "multiply" && a.apply != "divide")
       throw UsageError("--apply: '" + a.apply + "' is not one of multiply divide");
@@ -298,7 +300,8 @@ void add_tensors(CLI::App& app) {
                                 "Quantize every F32/BF16/F16 tensor of a safetensors file (docs/tensors.md)");
   qc->add_option("IN", q->in, "Input .safetensors")->required()->check(safetensors_path());
   qc->add_option("OUT", q->out, "Output .safetensors")->required()->check(safetensors_path());
-  qc->add_option("--scheme", q->scheme, "tensor row col block1x128 block128x128 block<R>x<C> mx")->required();
+  auto* g = qc->add_option("--granularity", q->scheme, "Which elements share a scale: tensor row col block1x128 block128x128 block<R>x<C> mx (required)");
+  qc->add_option("--scheme", q->scheme, "Alias of --granularity (its former name)")->excludes(g);
   qc->add_option("--elem", q->elem, "Element format: e4m3fn e4m3 e5m2 e4m3fnuz e5m2fnuz e3m4 e2m3 e3m2 e2m1")
       ->capture_default_str();
   qc->add_option("--scale-rule", q->rule, "MX scale rule: floor ceil even rceil trainium3 (default floor)");

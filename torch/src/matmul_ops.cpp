@@ -13,47 +13,38 @@ namespace fp8q::torch {
 using namespace detail;
 
 namespace {
-OperandScaling parse_scaling(std::string_view name, const char* arg) {
-  if (name == "none") return OperandScaling::kNone;
-  if (name == "tensor") return OperandScaling::kTensor;
-  if (name == "row") return OperandScaling::kPerRow;
-  if (name == "block128") return OperandScaling::kBlock128;
-  if (name == "mx") return OperandScaling::kMx32;
-  TORCH_CHECK_VALUE(false, arg, ": unknown scaling '", std::string(name), "' (one of: none tensor row block128 mx)");
-}
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0); }
-
 // One operand: its codes (one a byte) and scales, checked against the scaling's shape.
 struct Operand {
   std::vector<std::uint8_t> unpacked;  // e2m1 codes one a byte
   std::span<const std::uint8_t> codes;
   std::vector<float> scale_inv;
   std::vector<std::uint8_t> mx;
-  GemmOperand view(FormatId f, OperandScaling s) const { return {f, codes, s, scale_inv, mx}; }
+  GemmOperand view(FormatId f, const Granularity& g) const { return {f, codes, g, scale_inv, mx}; }
 };
 
-void load_scales(Operand& op, OperandScaling s, const std::optional<at::Tensor>& t, std::vector<std::int64_t> want,
-                 const at::Tensor& ref, const char* arg) {
-  if (s == OperandScaling::kNone) {
-    TORCH_CHECK_VALUE(!t.has_value(), arg, " is given but the scaling is none");
-    return;
-  }
-  TORCH_CHECK_VALUE(t.has_value(), arg, " is missing: the scaling needs scales of shape ", shape_text(want));
+// The scales of granularity g on an operand [rows, cols]: the block grid's shape (gemm.hpp); a
+// per-tensor scale may be absent (a multiplier of 1), 0-d or one element in any shape, a
+// per-channel one also 1-D.
+void load_scales(Operand& op, const Granularity& g, const std::optional<at::Tensor>& t, std::int64_t rows,
+                 std::int64_t cols, const at::Tensor& ref, const char* arg) {
+  const bool tensor = g.kind == GranularityKind::kTensor, mx = g.kind == GranularityKind::kMx;
+  if (tensor && !t.has_value()) return;
+  const BlockGrid grid = block_grid(g, {static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)});
+  const std::vector<std::int64_t> want{static_cast<std::int64_t>(grid.grid_rows()), static_cast<std::int64_t>(grid.grid_cols())};
+  TORCH_CHECK_VALUE(t.has_value(), arg, " is missing: granularity ", granularity_name(g), " needs scales of shape ",
+                    shape_text(want));
   check_tensor(*t, arg);
   check_same_device(*t, ref, arg, "a");
-  if (s == OperandScaling::kMx32)
+  if (mx)
     check_e8m0(*t, arg);
   else
     check_dtype(*t, at::kFloat, arg);
-  // a per-tensor scale may be 0-d or hold one element in any shape; the others are exact
-  const bool ok = s == OperandScaling::kTensor ? t->numel() == 1
-                                               : (t->sizes().vec() == want ||
-                                                  (s == OperandScaling::kPerRow && t->dim() == 1 &&
-                                                   t->numel() == numel_of(want)));
+  const bool channel = g.kind == GranularityKind::kRow || g.kind == GranularityKind::kColumn;
+  const bool ok = tensor ? t->numel() == 1
+                         : (t->sizes().vec() == want || (channel && t->dim() == 1 && t->numel() == numel_of(want)));
   TORCH_CHECK_VALUE(ok, arg, " has shape ", shape_text(t->sizes()), "; expected ", shape_text(want));
   if (t->is_meta()) return;
-  if (s == OperandScaling::kMx32) {
+  if (mx) {
     const auto b = u8(*t);
     op.mx.assign(b.begin(), b.end());
   } else {
@@ -64,8 +55,8 @@ void load_scales(Operand& op, OperandScaling s, const std::optional<at::Tensor>&
 }  // namespace
 
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view profile, std::string_view a_format,
-                  std::string_view b_format, std::string_view a_scaling, const std::optional<at::Tensor>& a_scale,
-                  std::string_view b_scaling, const std::optional<at::Tensor>& b_scale,
+                  std::string_view b_format, std::string_view a_granularity, const std::optional<at::Tensor>& a_scale,
+                  std::string_view b_granularity, const std::optional<at::Tensor>& b_scale,
                   const std::optional<at::Tensor>& c, const std::optional<at::Tensor>& bias, std::string_view model,
                   at::ScalarType out_dtype, bool trainium, std::string_view c_role) {
   return guarded("matmul", [&] {
@@ -93,23 +84,15 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
       TORCH_CHECK_VALUE(override.has_value(), "model: unknown '", std::string(model),
                         "' (e.g. fp32_sequential, exact_block:32, systolic:128, fused:32:13:rtz, trainium3_mx:wrapx)");
     }
-    const OperandScaling sa = parse_scaling(a_scaling, "a_scaling"), sb = parse_scaling(b_scaling, "b_scaling");
+    const Granularity ga = parse_granularity_arg(a_granularity, "a_granularity"),
+                      gb = parse_granularity_arg(b_granularity, "b_granularity");
     const std::optional<CRole> role = parse_c_role(c_role);
     TORCH_CHECK_VALUE(role.has_value(), "c_role: unknown '", std::string(c_role), "' (one of: epilogue accumulator)");
     TORCH_CHECK_VALUE(*role == CRole::kEpilogue || c.has_value(),
                       "c_role: 'accumulator' needs c (the accumulator input, float32 [M, N])");
     Operand oa, ob;
-    const auto kt = ceil_div(k, 128), kx = ceil_div(k, 32);
-    const auto want = [&](OperandScaling s, bool is_a) -> std::vector<std::int64_t> {
-      switch (s) {
-        case OperandScaling::kPerRow: return is_a ? std::vector<std::int64_t>{m, 1} : std::vector<std::int64_t>{1, n};
-        case OperandScaling::kBlock128: return is_a ? std::vector<std::int64_t>{m, kt} : std::vector<std::int64_t>{kt, ceil_div(n, 128)};
-        case OperandScaling::kMx32: return is_a ? std::vector<std::int64_t>{m, kx} : std::vector<std::int64_t>{kx, n};
-        default: return {1};
-      }
-    };
-    load_scales(oa, sa, a_scale, want(sa, true), a, "a_scale");
-    load_scales(ob, sb, b_scale, want(sb, false), a, "b_scale");
+    load_scales(oa, ga, a_scale, m, k, a, "a_scale");
+    load_scales(ob, gb, b_scale, k, n, a, "b_scale");
     std::span<const float> cv, bv;
     if (c) {
       check_tensor(*c, "c");
@@ -130,7 +113,7 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
     if (c) cv = f32(*c);
     if (bias) bv = f32(*bias);
     const GemmArgs args{.m = static_cast<std::size_t>(m), .n = static_cast<std::size_t>(n),
-                        .k = static_cast<std::size_t>(k), .a = oa.view(fa, sa), .b = ob.view(fb, sb), .c = cv,
+                        .k = static_cast<std::size_t>(k), .a = oa.view(fa, ga), .b = ob.view(fb, gb), .c = cv,
                         .bias = bv, .c_role = *role};
     const GemmOptions opts = gemm_options(device_profile(*pid), args, override, threads());
     if (out_dtype == at::kFloat) {

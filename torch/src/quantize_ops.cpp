@@ -19,6 +19,11 @@ std::pair<std::size_t, std::size_t> scale_grid(const Granularity& g, const Block
 }
 }  // namespace
 
+std::string granularity(std::string_view name, bool transpose) {
+  const Granularity g = parse_granularity_arg(name);
+  return granularity_name(transpose ? transposed(g) : g);
+}
+
 std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_view format,
                                             std::string_view granularity, std::string_view scale_op,
                                             std::int64_t margin, double amax_epsilon, bool power_of_two,

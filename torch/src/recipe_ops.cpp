@@ -1,5 +1,6 @@
-// torch/src/recipe_ops.cpp: the per-tensor delayed-scaling step (quant/recipes/delayed_scaling.hpp)
-// on tensors: the cast with a given scale and its amax in one pass, and the state update.
+// torch/src/recipe_ops.cpp: the training recipes (quant/recipes/recipe.hpp) as JSON for Python,
+// and the per-tensor delayed-scaling step (quant/recipes/delayed_scaling.hpp) on tensors: the
+// cast with a given scale and its amax in one pass, and the state update.
 #include <ATen/ops/empty.h>
 
 #include <cstring>
@@ -7,6 +8,7 @@
 #include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/quant/recipes/delayed_scaling.hpp"
+#include "fp8q/quant/recipes/recipe.hpp"
 #include "fp8q/quant/scale_rules.hpp"
 #include "fp8q/torch/ops.hpp"
 #include "tensor_args.hpp"
@@ -14,15 +16,6 @@
 namespace fp8q::torch {
 
 using namespace detail;
-
-namespace {
-std::optional<AmaxAlgorithm> parse_algorithm(std::string_view name) {
-  if (name == "max") return AmaxAlgorithm::kMax;
-  if (name == "most_recent") return AmaxAlgorithm::kMostRecent;
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_scaled(const at::Tensor& x, std::string_view format,
                                                                 const at::Tensor& scale, std::string_view rounding,
@@ -67,7 +60,7 @@ std::tuple<at::Tensor, at::Tensor> delayed_update(const at::Tensor& history, con
     TORCH_CHECK_VALUE(amax.numel() == 1, "amax has ", amax.numel(), " elements; it is one value");
     DelayedScalingConfig c;
     c.format = parse_format_arg(format, "format");
-    const auto a = parse_algorithm(algorithm);
+    const auto a = parse_amax_algorithm(algorithm);
     TORCH_CHECK_VALUE(a.has_value(), "algorithm: unknown '", std::string(algorithm), "' (one of: max most_recent)");
     c.algorithm = *a;
     TORCH_CHECK_VALUE(margin >= -kMaxMargin && margin <= kMaxMargin, "margin: must be in [-", kMaxMargin, ", ",
@@ -86,6 +79,27 @@ std::tuple<at::Tensor, at::Tensor> delayed_update(const at::Tensor& history, con
     *new_scale.mutable_data_ptr<float>() = d.scale();
     return std::make_tuple(new_history, new_scale);
   });
+}
+
+std::string recipe(std::string_view name, bool stochastic_gradients) {
+  return guarded("recipe", [&] {
+    const Recipe r = Recipe::named(name);
+    return (stochastic_gradients ? r.with_stochastic_gradients() : r).to_json();
+  });
+}
+
+std::vector<std::string> recipe_names() { return {std::begin(kRecipeNames), std::end(kRecipeNames)}; }
+
+std::string recipe_check(std::string_view json) {
+  return guarded("recipe_check", [&] { return Recipe::from_json(json).to_json(); });
+}
+
+std::string recipe_plan(std::string_view json) {
+  return guarded("recipe_plan", [&] { return training_plan_json(training_plan(Recipe::from_json(json))); });
+}
+
+std::string cast_check(std::string_view json, std::string_view role) {
+  return guarded("cast_check", [&] { return Cast::from_json(json, role).to_json(); });
 }
 
 }  // namespace fp8q::torch

@@ -14,6 +14,12 @@ TORCH_LIBRARY(fp8q, m) {
         "str nan='error', int seed=0, int offset=0, Tensor? scale=None, str scale_op='multiply', *, "
         "Tensor(a!) out) -> ()");
   m.def("amax(Tensor x, str granularity='tensor') -> Tensor");
+  m.def("granularity(str name, bool transposed=False) -> str");
+  m.def("recipe(str name, bool stochastic_gradients=False) -> str");
+  m.def("recipe_names() -> str[]");
+  m.def("recipe_check(str json) -> str");
+  m.def("recipe_plan(str json) -> str");
+  m.def("cast_check(str json, str role) -> str");
   m.def("scale_from_amax(Tensor amax, str format, str scale_op='multiply', int margin=0, float amax_epsilon=0.0, "
         "bool power_of_two=False) -> Tensor");
   m.def("cast_transpose(Tensor x, str to, Tensor? scale=None, str rounding='rne', str overflow='saturate', "
@@ -32,8 +38,8 @@ TORCH_LIBRARY(fp8q, m) {
   m.def("histogram_merge(Tensor a, Tensor b) -> Tensor");
   m.def("calibrate(Tensor state, str method, str format, float percentile=99.99, int margin=0, "
         "float amax_epsilon=0.0, bool power_of_two=False) -> Tensor");
-  m.def("matmul(Tensor a, Tensor b, str profile, str a_format='', str b_format='', str a_scaling='none', "
-        "Tensor? a_scale=None, str b_scaling='none', Tensor? b_scale=None, Tensor? c=None, Tensor? bias=None, "
+  m.def("matmul(Tensor a, Tensor b, str profile, str a_format='', str b_format='', str a_granularity='tensor', "
+        "Tensor? a_scale=None, str b_granularity='tensor', Tensor? b_scale=None, Tensor? c=None, Tensor? bias=None, "
         "str model='', ScalarType out_dtype=float, bool trainium=False, str c_role='epilogue') -> Tensor");
   m.def("nc_matmul(Tensor stationary, Tensor moving, str stationary_format='', str moving_format='', "
         "str perf_mode='none', Tensor? psum=None) -> Tensor");
@@ -49,6 +55,12 @@ TORCH_LIBRARY(fp8q, m) {
   m.def("compare(Tensor actual, Tensor expected, str format='', int ulps=0, int worst=5) -> (Tensor, Tensor, Tensor)");
   // no tensor argument to dispatch on: one kernel for every backend
   m.impl("histogram_new", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::histogram_new));
+  m.impl("granularity", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::granularity));
+  m.impl("recipe_check", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::recipe_check));
+  m.impl("recipe_plan", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::recipe_plan));
+  m.impl("recipe", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::recipe));
+  m.impl("recipe_names", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::recipe_names));
+  m.impl("cast_check", c10::DispatchKey::CompositeExplicitAutograd, TORCH_FN(fp8q::torch::cast_check));
 }
 
 namespace {

@@ -76,7 +76,7 @@ at::Tensor grid_tensor(std::size_t rows, std::size_t cols, const at::Tensor& lik
 // ---- the quant vocabulary -------------------------------------------------------------------------
 // The format of a float32 / bfloat16 / float16 source tensor (TypeError naming `arg` otherwise).
 const Format& source_format(const at::Tensor& t, const char* arg);
-Granularity parse_granularity_arg(std::string_view name);
+Granularity parse_granularity_arg(std::string_view name, const char* arg = "granularity");
 AmaxScaleOptions amax_scale_options(std::int64_t margin, double amax_epsilon, bool power_of_two);
 // An E8M0 scale tensor: float8_e8m0fnu or uint8 codes.
 void check_e8m0(const at::Tensor& t, const char* arg);

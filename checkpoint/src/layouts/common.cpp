@@ -17,22 +17,18 @@ const Format& source_format(DType d) {
   return *f;
 }
 
-BlockGrid strategy_grid(Strategy s, std::size_t rows, std::size_t cols) {
-  switch (s) {
-    case Strategy::kTensor: return {rows, cols, std::max<std::size_t>(rows, 1), std::max<std::size_t>(cols, 1)};
-    case Strategy::kChannel: return {rows, cols, 1, std::max<std::size_t>(cols, 1)};
-    case Strategy::kBlock: return {rows, cols, kBlock, kBlock};
-  }
-  throw std::logic_error("strategy_grid: unknown strategy");
+Granularity weight_granularity(const LayoutOptions& o, std::string_view layout) {
+  const Granularity g = o.granularity.value_or(Granularity::row());
+  if (g != Granularity::tensor() && g != Granularity::row() && g != kBlock128x128)
+    throw std::invalid_argument(std::string(layout) + " stores weights per tensor, per row (output channel) or in " +
+                                "128x128 blocks (--granularity tensor row block128x128), not " + granularity_name(g));
+  return g;
 }
 
-std::vector<std::uint64_t> strategy_scale_shape(Strategy s, std::size_t rows, std::size_t cols) {
-  switch (s) {
-    case Strategy::kTensor: return {1};
-    case Strategy::kChannel: return {rows, 1};
-    case Strategy::kBlock: return {(rows + kBlock - 1) / kBlock, (cols + kBlock - 1) / kBlock};
-  }
-  throw std::logic_error("strategy_scale_shape: unknown strategy");
+std::vector<std::uint64_t> scale_shape(const Granularity& g, std::size_t rows, std::size_t cols) {
+  if (g.kind == GranularityKind::kTensor) return {1};
+  const BlockGrid grid = block_grid(g, {rows, cols});
+  return {grid.grid_rows(), grid.grid_cols()};
 }
 
 std::optional<std::string> partial_block_reason(const std::vector<std::uint64_t>& shape) {

@@ -19,10 +19,14 @@ inline constexpr std::size_t kBlock = 128;  // DeepSeek-V3 / FP8_BLOCK weight bl
 
 const Format& source_format(DType d);  // F32, BF16, F16; std::invalid_argument otherwise
 
-// The blocks of a strategy on W [rows, cols], and the shape of its scale tensor as
-// compressed-tensors defines it: tensor [1], channel [rows, 1], block [ceil(rows/128), ceil(cols/128)].
-BlockGrid strategy_grid(Strategy s, std::size_t rows, std::size_t cols);
-std::vector<std::uint64_t> strategy_scale_shape(Strategy s, std::size_t rows, std::size_t cols);
+// The weight granularity of ct-fp8 / trn2: the option, row by default; std::invalid_argument
+// naming the layout for one it does not store (tensor row block128x128).
+Granularity weight_granularity(const LayoutOptions& o, std::string_view layout);
+inline const Granularity kBlock128x128 = Granularity::block(kBlock, kBlock);
+
+// The shape of a weight granularity's scale tensor on W [rows, cols] as compressed-tensors
+// defines it: tensor [1], row [rows, 1], block128x128 [ceil(rows/128), ceil(cols/128)].
+std::vector<std::uint64_t> scale_shape(const Granularity& g, std::size_t rows, std::size_t cols);
 
 // 128 x 128 blocks are stored only for W whose dimensions are both multiples of 128: the CPU
 // loaders take the block as dim / n_scales (transformers' Fp8Dequantize) or require exact

@@ -56,21 +56,21 @@ class CtFp8 final : public Layout {
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
   }
   bool supports_input_scales() const override { return true; }
-  static Strategy strategy(const LayoutOptions& o) { return o.strategy.value_or(Strategy::kChannel); }
+  static Granularity granularity(const LayoutOptions& o) { return weight_granularity(o, "ct-fp8"); }
 
   std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions& o) const override {
-    return strategy(o) == Strategy::kBlock ? partial_block_reason(shape) : std::nullopt;
+    return granularity(o) == kBlock128x128 ? partial_block_reason(shape) : std::nullopt;
   }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
     std::vector<TensorSpec> s = {
         {w.module + ".weight", DType::kF8_E4M3, w.shape},
-        {w.module + ".weight_scale", w.dtype, strategy_scale_shape(strategy(o), w.shape[0], w.shape[1])}};
+        {w.module + ".weight_scale", w.dtype, scale_shape(granularity(o), w.shape[0], w.shape[1])}};
     if (w.input_amax) s.push_back({w.module + ".input_scale", w.dtype, {1}});
     return s;
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    DivideQuantized q = quantize_divide(w, kE4M3FN, strategy_grid(strategy(o), rows, cols), w.dtype, o.threads);
+    DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(granularity(o), {rows, cols}), w.dtype, o.threads);
     const auto specs = plan(w, o);
     QuantizedWeight out;
     out.tensors.push_back({specs[0], to_bytes(q.codes)});
@@ -92,24 +92,24 @@ class CtFp8 final : public Layout {
     if (sd != DType::kF32 && sd != DType::kBF16 && sd != DType::kF16)
       throw FormatError("tensor \"" + module + ".weight_scale\" has dtype " + std::string(dtype_name(sd)) +
                         "; compressed-tensors stores scales as F32, BF16 or F16");
-    const StoredTensor s = require(lookup, module + ".weight_scale", sd, strategy_scale_shape(strategy(o), rows, cols));
+    const StoredTensor s = require(lookup, module + ".weight_scale", sd, scale_shape(granularity(o), rows, cols));
     std::vector<std::uint8_t> codes(rows * cols);
     std::memcpy(codes.data(), q.bytes.data(), codes.size());
-    return grid_view(FormatId::kE4M3FN, rows, cols, std::move(codes), strategy_grid(strategy(o), rows, cols),
+    return grid_view(FormatId::kE4M3FN, rows, cols, std::move(codes), block_grid(granularity(o), {rows, cols}),
                      decode_scales(s.bytes, sd));
   }
   std::vector<std::string> companion_names(const std::string& module) const override {
     return {module + ".weight_scale", module + ".input_scale"};
   }
   std::string quantization_config(const ConfigContext& c) const override {
-    const Strategy s = strategy(c.options);
-    OJson weights = s == Strategy::kBlock
+    const Granularity g = granularity(c.options);
+    OJson weights = g == kBlock128x128
                         ? float8_args("block", false, std::nullopt, std::vector<std::size_t>{kBlock, kBlock}, "memoryless_minmax")
-                        : float8_args(std::string(strategy_name(s)), false, std::nullopt, std::nullopt, "memoryless_minmax");
+                        : float8_args(std::string(ct_strategy(g)), false, std::nullopt, std::nullopt, "memoryless_minmax");
     OJson inputs;
     if (c.static_input_scales) {
       inputs = float8_args("tensor", false, std::nullopt, std::nullopt, "static_minmax");  // preset FP8
-    } else if (s == Strategy::kBlock) {
+    } else if (g == kBlock128x128) {
       inputs = float8_args("group", true, 128, std::nullopt, nullptr);  // preset FP8_BLOCK
     } else {
       inputs = float8_args("token", true, std::nullopt, std::nullopt, nullptr);  // preset FP8_DYNAMIC

@@ -46,7 +46,7 @@ class CtMxfp8 final : public Layout {
     return "compressed-tensors mxfp8-quantized: e4m3fn weight, U8 E8M0 weight_scale per 32 along the input axis";
   }
   void check_options(const LayoutOptions& o) const override {
-    if (o.strategy) throw std::invalid_argument("ct-mxfp8 always uses groups of 32 (MX); --strategy does not apply");
+    if (o.granularity) throw std::invalid_argument("ct-mxfp8 always uses groups of 32 (MX); --granularity does not apply");
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
   }
   std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions&) const override {

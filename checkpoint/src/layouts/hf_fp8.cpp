@@ -29,9 +29,9 @@ class HfFp8 final : public Layout {
     return "DeepSeek-V3 / Transformers fine-grained FP8: e4m3fn weight, F32 weight_scale_inv per 128x128 block";
   }
   void check_options(const LayoutOptions& o) const override {
-    if (o.strategy && *o.strategy != Strategy::kBlock)
-      throw std::invalid_argument("hf-fp8 always uses 128x128 blocks (--strategy block); --strategy " +
-                                  std::string(strategy_name(*o.strategy)) + " does not apply");
+    if (o.granularity && *o.granularity != kBlock128x128)
+      throw std::invalid_argument("hf-fp8 always uses 128x128 blocks (--granularity block128x128); --granularity " +
+                                  granularity_name(*o.granularity) + " does not apply");
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
   }
   std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions&) const override {
@@ -39,11 +39,11 @@ class HfFp8 final : public Layout {
   }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions&) const override {
     return {{w.module + ".weight", DType::kF8_E4M3, w.shape},
-            {w.module + ".weight_scale_inv", DType::kF32, strategy_scale_shape(Strategy::kBlock, w.shape[0], w.shape[1])}};
+            {w.module + ".weight_scale_inv", DType::kF32, scale_shape(kBlock128x128, w.shape[0], w.shape[1])}};
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    DivideQuantized q = quantize_divide(w, kE4M3FN, strategy_grid(Strategy::kBlock, rows, cols), DType::kF32, o.threads);
+    DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(kBlock128x128, {rows, cols}), DType::kF32, o.threads);
     const auto specs = plan(w, o);
     QuantizedWeight out;
     out.tensors.push_back({specs[0], to_bytes(q.codes)});
@@ -56,10 +56,10 @@ class HfFp8 final : public Layout {
     const std::size_t rows = shape[0], cols = shape[1];
     const StoredTensor q = require(lookup, module + ".weight", DType::kF8_E4M3, shape);
     const StoredTensor s = require(lookup, module + ".weight_scale_inv", DType::kF32,
-                                   strategy_scale_shape(Strategy::kBlock, rows, cols));
+                                   scale_shape(kBlock128x128, rows, cols));
     std::vector<std::uint8_t> codes(rows * cols);
     std::memcpy(codes.data(), q.bytes.data(), codes.size());
-    return grid_view(FormatId::kE4M3FN, rows, cols, std::move(codes), strategy_grid(Strategy::kBlock, rows, cols),
+    return grid_view(FormatId::kE4M3FN, rows, cols, std::move(codes), block_grid(kBlock128x128, {rows, cols}),
                      decode_scales(s.bytes, DType::kF32));
   }
   std::vector<std::string> companion_names(const std::string& module) const override {

@@ -4,22 +4,21 @@
 #include <limits>
 
 #include "fp8q/numerics/convert.hpp"
+#include "layouts/common.hpp"
 
 namespace fp8q::checkpoint {
 
-std::optional<Strategy> parse_strategy(std::string_view name) {
-  if (name == "tensor") return Strategy::kTensor;
-  if (name == "channel") return Strategy::kChannel;
-  if (name == "block") return Strategy::kBlock;
+std::optional<Granularity> parse_ct_strategy(std::string_view word) {
+  if (word == "tensor") return Granularity::tensor();
+  if (word == "channel") return Granularity::row();
+  if (word == "block") return Granularity::block(layouts::kBlock, layouts::kBlock);
   return std::nullopt;
 }
 
-std::string_view strategy_name(Strategy s) {
-  switch (s) {
-    case Strategy::kTensor: return "tensor";
-    case Strategy::kChannel: return "channel";
-    case Strategy::kBlock: return "block";
-  }
+std::string_view ct_strategy(const Granularity& g) {
+  if (g == Granularity::tensor()) return "tensor";
+  if (g == Granularity::row()) return "channel";
+  if (g == Granularity::block(layouts::kBlock, layouts::kBlock)) return "block";
   return "?";
 }
 

@@ -40,17 +40,17 @@ class Trn2 final : public Layout {
   void check_options(const LayoutOptions& o) const override {
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
   }
-  static Strategy strategy(const LayoutOptions& o) { return o.strategy.value_or(Strategy::kChannel); }
+  static Granularity granularity(const LayoutOptions& o) { return weight_granularity(o, "trn2"); }
   std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions& o) const override {
-    return strategy(o) == Strategy::kBlock ? partial_block_reason(shape) : std::nullopt;
+    return granularity(o) == kBlock128x128 ? partial_block_reason(shape) : std::nullopt;
   }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
     return {{w.module + ".weight", DType::kF8_E4M3, w.shape},
-            {w.module + ".weight_scale", DType::kF32, strategy_scale_shape(strategy(o), w.shape[0], w.shape[1])}};
+            {w.module + ".weight_scale", DType::kF32, scale_shape(granularity(o), w.shape[0], w.shape[1])}};
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    DivideQuantized q = quantize_divide(w, kE4M3, strategy_grid(strategy(o), rows, cols), DType::kF32, o.threads);
+    DivideQuantized q = quantize_divide(w, kE4M3, block_grid(granularity(o), {rows, cols}), DType::kF32, o.threads);
     // e4m3's NaN (exponent 1111, mantissa != 0) as 0x7F/0xFF: NaN in e4m3 and in e4m3fn alike.
     // Saturation means 0x78 (Inf) never occurs.
     for (auto& c : q.codes)
@@ -67,25 +67,25 @@ class Trn2 final : public Layout {
     const std::size_t rows = shape[0], cols = shape[1];
     const StoredTensor q = require(lookup, module + ".weight", DType::kF8_E4M3, shape);
     const StoredTensor s = require(lookup, module + ".weight_scale", DType::kF32,
-                                   strategy_scale_shape(strategy(o), rows, cols));
+                                   scale_shape(granularity(o), rows, cols));
     std::vector<std::uint8_t> codes(rows * cols);
     std::memcpy(codes.data(), q.bytes.data(), codes.size());
-    return grid_view(FormatId::kE4M3, rows, cols, std::move(codes), strategy_grid(strategy(o), rows, cols),
+    return grid_view(FormatId::kE4M3, rows, cols, std::move(codes), block_grid(granularity(o), {rows, cols}),
                      decode_scales(s.bytes, DType::kF32));
   }
   std::vector<std::string> companion_names(const std::string& module) const override {
     return {module + ".weight_scale"};
   }
   std::string quantization_config(const ConfigContext& c) const override {
-    const Strategy s = strategy(c.options);
+    const Granularity g = granularity(c.options);
     OJson j;
     j["quant_method"] = "fp8q";
     j["layout"] = "trn2";
     j["fmt"] = "e4m3";
     j["fp8_encoding"] = "ieee-e4m3: exponent 1111 is Inf/NaN, max finite 240 (Trainium2 float8_e4m3), not OCP e4m3fn";
     j["fp8_max"] = 240;
-    j["weight_strategy"] = strategy_name(s);
-    if (s == Strategy::kBlock) j["weight_block_size"] = {kBlock, kBlock};
+    j["weight_strategy"] = ct_strategy(g);
+    if (g == kBlock128x128) j["weight_block_size"] = {kBlock, kBlock};
     j["weight_scale_name"] = "weight_scale";
     j["weight_scale_dtype"] = "float32";
     j["dequantize"] = "weight = float(weight) * weight_scale (per block)";

@@ -72,7 +72,7 @@ class Trn3Mx final : public Layout {
     return "Trainium3 MXFP8: e4m3fn weight, U8 E8M0 scales (trainium3 rule); optionally packed x4 (wrapX / 1x32)";
   }
   void check_options(const LayoutOptions& o) const override {
-    if (o.strategy) throw std::invalid_argument("trn3-mx always uses MX groups of 32; --strategy does not apply");
+    if (o.granularity) throw std::invalid_argument("trn3-mx always uses MX groups of 32; --granularity does not apply");
   }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
     const std::uint64_t out = w.shape[0], in = w.shape[1];

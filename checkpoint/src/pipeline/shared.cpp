@@ -11,7 +11,7 @@ using detail::quote;
 
 std::map<std::string, std::string> shard_metadata(const Layout& layout, const LayoutOptions& o) {
   std::map<std::string, std::string> m{{"format", "pt"}, {std::string(kMetaLayout), std::string(layout.name())}};
-  if (o.strategy) m[std::string(kMetaStrategy)] = std::string(strategy_name(*o.strategy));
+  if (o.granularity) m[std::string(kMetaGranularity)] = granularity_name(*o.granularity);
   if (o.pack) m[std::string(kMetaPack)] = std::string(trn3::k_layout_name(*o.pack));
   m["fp8q.weight_format"] = layout.name() == "trn2" ? "e4m3" : "e4m3fn";
   return m;
@@ -19,9 +19,13 @@ std::map<std::string, std::string> shard_metadata(const Layout& layout, const La
 
 LayoutOptions options_from_metadata(const std::map<std::string, std::string>& m) {
   LayoutOptions o;
-  if (auto it = m.find(std::string(kMetaStrategy)); it != m.end()) {
-    o.strategy = parse_strategy(it->second);
-    if (!o.strategy) throw FormatError("__metadata__ " + std::string(kMetaStrategy) + " = " + quote(it->second) + " is not a strategy");
+  if (auto it = m.find(std::string(kMetaGranularity)); it != m.end()) {
+    o.granularity = parse_granularity(it->second);
+    if (!o.granularity)
+      throw FormatError("__metadata__ " + std::string(kMetaGranularity) + " = " + quote(it->second) + " is not a granularity");
+  } else if (auto old = m.find(std::string(kMetaStrategy)); old != m.end()) {  // written before fp8q.granularity
+    o.granularity = parse_ct_strategy(old->second);
+    if (!o.granularity) throw FormatError("__metadata__ " + std::string(kMetaStrategy) + " = " + quote(old->second) + " is not a strategy");
   }
   if (auto it = m.find(std::string(kMetaPack)); it != m.end()) {
     o.pack = trn3::parse_k_layout(it->second);

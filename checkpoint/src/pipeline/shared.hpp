@@ -11,11 +11,12 @@
 namespace fp8q::checkpoint::pipeline {
 
 inline constexpr std::string_view kMetaLayout = "fp8q.layout";
-inline constexpr std::string_view kMetaStrategy = "fp8q.strategy";
+inline constexpr std::string_view kMetaGranularity = "fp8q.granularity";
+inline constexpr std::string_view kMetaStrategy = "fp8q.strategy";  // the same in compressed-tensors' words (older files)
 inline constexpr std::string_view kMetaPack = "fp8q.pack";
 
 std::map<std::string, std::string> shard_metadata(const Layout& layout, const LayoutOptions& options);
-// Throws FormatError for a value that is not a strategy / packing.
+// Throws FormatError for a value that is not a granularity / packing.
 LayoutOptions options_from_metadata(const std::map<std::string, std::string>& metadata);
 
 // Adds "lm_head" to the modules not converted unless an output projection is listed (the

@@ -114,7 +114,7 @@ struct OcpScales {
   bool is_a;
   std::size_t groups, n;  // ceil(K / 32); N (for B's row-major [groups, N])
   std::uint8_t at(std::size_t j, std::size_t c) const {
-    if (op->scaling != OperandScaling::kMx32) return 127;
+    if (!fp8q::detail::is_mx(*op)) return 127;
     return is_a ? op->mx_scale[c * groups + j] : op->mx_scale[j * n + c];
   }
   std::string where(std::size_t j, std::size_t c) const {
@@ -205,7 +205,7 @@ Plan plan(const GemmArgs& g, const GemmOptions& o) {
       }
       case Instr::kBf16: {
         const auto ta = fp8q::detail::decode_table(g.a.format), tb = fp8q::detail::decode_table(g.b.format);
-        const bool mxa = g.a.scaling == OperandScaling::kMx32, mxb = g.b.scaling == OperandScaling::kMx32;
+        const bool mxa = fp8q::detail::is_mx(g.a), mxb = fp8q::detail::is_mx(g.b);
         // an operand without MX scales is already exact in bf16 (every FP8 / fp6 / fp4 value is)
         s.a = plain_operand(s.len, g.m, 1, 2, [&](std::size_t k, std::size_t m) {
           const float x = ta[a_code(k, m)];

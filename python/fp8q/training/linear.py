@@ -21,13 +21,14 @@ Example:
 
 from __future__ import annotations
 
+import json
 from typing import Callable, Optional
 
 import torch
 import torch.distributed as dist
 
 from ..conversion import amax, scale_from_amax
-from ..matmul import linear, matmul
+from ..matmul import _granularity, linear, matmul
 from ..quantized import QuantizedTensor, quantize
 from .recipes import ROLES, Cast, Recipe, recipe as named_recipe
 
@@ -92,30 +93,10 @@ def _i64(seed: int) -> int:
     return seed - (1 << 64) if seed >= 1 << 63 else seed
 
 
-def _same_cast(a: Cast, b: Cast) -> bool:
-    return a == b and a.granularity in ("tensor", "block128x128")
-
-
-# granularity of t -> the same blocks seen on t^T
-_OF_TRANSPOSE = {"tensor": "tensor", "row": "col", "col": "row", "block1x128": "block128x1",
-                 "block128x1": "block1x128", "block128x128": "block128x128"}
-
-
 def _transposed(q: QuantizedTensor) -> QuantizedTensor:
     """t^T's cast from t's (data movement): the codes and the scale grid transposed."""
-    return QuantizedTensor(q.codes.t().contiguous(), q.scales.t().contiguous(), q.format, _OF_TRANSPOSE[q.granularity])
-
-
-def _cast_of_transpose(t: torch.Tensor, c: Cast, role: str, state: _State) -> Optional[QuantizedTensor]:
-    """t^T's current cast along its columns computed on t, laid out like t: the same bits, as each
-    block's amax is over the same elements; None where only a cast of t^T itself gives them (MX
-    blocks run along rows; stochastic rounding draws by position)."""
-    if c.rounding == "sr" or c.granularity not in _OF_TRANSPOSE:
-        return None
-    if c.granularity == "tensor":
-        return _cast(t, c, role, state, None)
-    return quantize(t, c.format, granularity=_OF_TRANSPOSE[c.granularity], scale_op=c.scale_op,
-                    power_of_two=c.power_of_two)
+    return QuantizedTensor(q.codes.t().contiguous(), q.scales.t().contiguous(), q.format,
+                           _granularity(q.granularity, True))
 
 
 class _Operand:
@@ -145,23 +126,25 @@ class _Operand:
         return linear(a, self.bt, profile=r.profile, model=r.model, out_dtype=out_dtype)
 
 
-def _b_operand(t: torch.Tensor, qa: QuantizedTensor, a: Cast, b: tuple[str, Cast], state: _State) -> _Operand:
-    """A backward GEMM's B from t [K, N] (W, or x), cast as t^T along its columns (role b): t's own
-    cast ``qa`` (role a) when both are the same per-tensor or 128x128 cast; else that cast computed
-    on t; else the cast of t^T (a current one: Recipe checks)."""
-    if _same_cast(a, b[1]):
+def _b_operand(t: torch.Tensor, qa: QuantizedTensor, plan: dict[str, str], role: str, state: _State) -> _Operand:
+    """A backward operand from t (W, x or dy) as the library's plan says (quant/recipes/recipe.hpp):
+    t's forward-side cast ``qa`` itself, the role's cast computed on t (laid out like t), or the
+    cast of t^T."""
+    c = getattr(state.layer.recipe, role)
+    if plan["source"] == "same_cast":
         return _Operand(b=qa)
-    q = _cast_of_transpose(t, b[1], b[0], state)
-    return _Operand(b=q) if q is not None else _Operand(bt=_cast(t.t().contiguous(), b[1], b[0], state, None))
+    if plan["source"] == "cast_of_t":
+        if plan["granularity"] == "tensor":
+            return _Operand(b=_cast(t, c, role, state, None))
+        return _Operand(b=quantize(t, c.format, granularity=plan["granularity"], scale_op=c.scale_op,
+                                   power_of_two=c.power_of_two, mx_rule=c.mx_rule))
+    return _Operand(bt=_cast(t.t().contiguous(), c, role, state, None))
 
 
-def _a_operand(t: torch.Tensor, qa: QuantizedTensor, a: Cast, b: tuple[str, Cast], state: _State) -> QuantizedTensor:
-    """The weight gradient's A, t^T [N, M] cast along its columns (role b), from t [M, N]: ``qa``
-    transposed, or the cast computed on t and transposed, or the cast of t^T, as for _b_operand."""
-    if _same_cast(a, b[1]):
-        return _transposed(qa)
-    q = _cast_of_transpose(t, b[1], b[0], state)
-    return _transposed(q) if q is not None else _cast(t.t().contiguous(), b[1], b[0], state, None)
+def _a_operand(t: torch.Tensor, qa: QuantizedTensor, plan: dict[str, str], role: str, state: _State) -> QuantizedTensor:
+    """The weight gradient's A, t^T [N, M] cast along its columns, from t [M, N], as _b_operand."""
+    o = _b_operand(t, qa, plan, role, state)
+    return _transposed(o.b) if o.b is not None else o.bt
 
 
 @torch.library.custom_op("fp8q::bias_grad", mutates_args=())
@@ -199,8 +182,8 @@ class _Float8LinearFunction(torch.autograd.Function):
         y = linear(xq, wq, None if bias is None else bias.float(), profile=r.profile, model=r.model,
                    out_dtype=_out_dtype(x.dtype))
         # the backward's B operands: W (along N) for dx, x (along M) for dW
-        wb = _b_operand(w, wq, r.w, ("w_t", r.w_t), state)
-        xb = _b_operand(x2, xq, r.x, ("x_t", r.x_t), state)
+        wb = _b_operand(w, wq, layer._plan["w_t"], "w_t", state)
+        xb = _b_operand(x2, xq, layer._plan["x_t"], "x_t", state)
         del xq, wq
         ctx.save_for_backward(*wb.tensors(), *xb.tensors())
         ctx.meta = (layer, step, wb.meta(), xb.meta(), x.shape, x.dtype, weight.dtype, bias is not None)
@@ -215,7 +198,7 @@ class _Float8LinearFunction(torch.autograd.Function):
         dy2 = dy.reshape(-1, dy.shape[-1]).contiguous()
         dyq = _cast(dy2, r.dy, "dy", state, _delayed(r.dy, "dy"))
         dx = _Operand.of(w_codes, w_scales, wb_meta).gemm(dyq, r, _out_dtype(x_dtype))
-        dytq = _a_operand(dy2, dyq, r.dy, ("dy_t", r.dy_t), state)
+        dytq = _a_operand(dy2, dyq, layer._plan["dy_t"], "dy_t", state)
         del dyq
         dw = _Operand.of(x_codes, x_scales, xb_meta).gemm(dytq, r, _out_dtype(w_dtype))
         db = _bias_grad(dy2, w_dtype) if has_bias else None
@@ -242,6 +225,7 @@ class Float8Linear(torch.nn.Linear):
     def _init_state(self, device: Optional[torch.device]) -> None:
         self._step = 0
         self._stochastic = any(getattr(self.recipe, r).rounding == "sr" for r in ROLES)
+        self._plan = json.loads(torch.ops.fp8q.recipe_plan(self.recipe.to_json()))
         self.register_buffer("fp8_step", torch.zeros((), dtype=torch.int64, device=device))
         if self.recipe.delayed:
             n = self.recipe.history_length

@@ -11,6 +11,15 @@
 #include "fp8q/quant/scale_rules.hpp"
 
 namespace fp8q {
+
+std::optional<AmaxAlgorithm> parse_amax_algorithm(std::string_view name) {
+  if (name == "max") return AmaxAlgorithm::kMax;
+  if (name == "most_recent") return AmaxAlgorithm::kMostRecent;
+  return std::nullopt;
+}
+
+std::string_view amax_algorithm_name(AmaxAlgorithm a) { return a == AmaxAlgorithm::kMostRecent ? "most_recent" : "max"; }
+
 namespace {
 
 std::string hex32(std::uint32_t v) {

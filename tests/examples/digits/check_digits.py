@@ -533,7 +533,7 @@ def check_quantize(evaluator, fp8q):
     if '--pack' in p.stdout:
         runs += [['--layout', 'trn3-mx', '--pack', k] for k in ('wrapX', '1x32')]
     if '--calib-data' in p.stdout:
-        runs += [['--layout', 'ct-fp8', '--strategy', 'tensor', '--calib-data',
+        runs += [['--layout', 'ct-fp8', '--granularity', 'tensor', '--calib-data',
                   os.path.join(EXAMPLE, 'data', 'calib.safetensors')]]
     tmp = tempfile.mkdtemp(prefix='digits_quantize.')
     try:

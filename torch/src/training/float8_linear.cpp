@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "fp8q/quant/granularity.hpp"
 #include "fp8q/torch/ops.hpp"
 #include "fp8q/torch/training.hpp"
 
@@ -33,12 +34,13 @@ std::uint64_t mix(std::initializer_list<std::uint64_t> words) {
   return h;
 }
 
-enum Role : std::uint64_t { kX = 1, kW = 2, kDy = 3, kWt = 4, kDyT = 5, kXt = 6 };
-
+// The stochastic-rounding key of a role's cast: the role's number is its place in kRoles, from 1.
 struct Keys {
   std::uint64_t seed, layer, step;
   std::int64_t of(const Cast& c, Role r) const {
-    return c.rounding == "sr" ? static_cast<std::int64_t>(mix({seed, layer, step, r})) : 0;
+    return c.rounding == Rounding::kStochastic
+               ? static_cast<std::int64_t>(mix({seed, layer, step, static_cast<std::uint64_t>(r) + 1}))
+               : 0;
   }
 };
 
@@ -47,59 +49,36 @@ struct State {
   at::Tensor history, scale;
 };
 
-Quantized cast(const at::Tensor& t, const Cast& c, std::int64_t seed, const Recipe& r, const State* delayed) {
-  if (c.granularity != "tensor") {
-    auto [codes, scales] = quantize(t, c.format, c.granularity, c.scale_op, 0, 0.0, c.power_of_two, c.mx_rule,
-                                    c.rounding, "saturate", "error", seed, 0);
-    return {codes, scales, c.format, c.granularity};
+std::string format_name(const Cast& c) { return std::string(format_of(c.format).name); }
+const char* scale_op_name(const Cast& c) { return c.scale_op == ScaleOp::kDivide ? "divide" : "multiply"; }
+
+// t quantized with cast c, on granularity g (c's own, or the transposed one of a plan).
+Quantized cast(const at::Tensor& t, const Cast& c, const Granularity& g, std::int64_t seed, const Recipe& r,
+               const State* delayed) {
+  const std::string f = format_name(c);
+  if (g != Granularity::tensor()) {
+    auto [codes, scales] = quantize(t, f, granularity_name(g), scale_op_name(c), 0, 0.0, c.power_of_two,
+                                    mx_scale_rule_name(c.mx_rule), rounding_name(c.rounding), "saturate", "error", seed, 0);
+    return {codes, scales, f, granularity_name(g)};
   }
   if (delayed == nullptr) {
-    const at::Tensor scale = scale_from_amax(amax(t, "tensor").reshape({1}), c.format, "multiply", 0, 0.0, c.power_of_two);
-    auto [codes, scale_inv, a] = quantize_scaled(t, c.format, scale, c.rounding, seed, 0);
-    return {codes, scale_inv, c.format, "tensor"};
+    const at::Tensor scale = scale_from_amax(amax(t, "tensor").reshape({1}), f, "multiply", 0, 0.0, c.power_of_two);
+    auto [codes, scale_inv, a] = quantize_scaled(t, f, scale, rounding_name(c.rounding), seed, 0);
+    return {codes, scale_inv, f, "tensor"};
   }
-  auto [codes, scale_inv, a] = quantize_scaled(t, c.format, delayed->scale, c.rounding, seed, 0);
-  auto [history, scale] = delayed_update(delayed->history, delayed->scale, a.reshape({1}), c.format, r.amax_compute,
-                                         r.margin, c.power_of_two);
+  auto [codes, scale_inv, a] = quantize_scaled(t, f, delayed->scale, rounding_name(c.rounding), seed, 0);
+  auto [history, scale] = delayed_update(delayed->history, delayed->scale, a.reshape({1}), f,
+                                         amax_algorithm_name(r.amax_compute), r.margin, c.power_of_two);
   ::torch::NoGradGuard no_grad;
   delayed->history.copy_(history);
   delayed->scale.copy_(scale);
-  return {codes, scale_inv, c.format, "tensor"};
-}
-
-// granularity of t -> the same blocks seen on t^T; empty where there are none (MX)
-std::string of_transpose(const std::string& g) {
-  if (g == "tensor" || g == "block128x128") return g;
-  if (g == "row") return "col";
-  if (g == "col") return "row";
-  if (g == "block1x128") return "block128x1";
-  if (g == "block128x1") return "block1x128";
-  return {};
+  return {codes, scale_inv, f, "tensor"};
 }
 
 // t^T's cast from t's (data movement): the codes and the scale grid transposed.
 Quantized transposed(const Quantized& q) {
-  return {q.codes.t().contiguous(), q.scales.t().contiguous(), q.format, of_transpose(q.granularity)};
-}
-
-// t^T's current cast along its columns computed on t and laid out like t: the same bits, as each
-// block's amax is over the same elements; none where only a cast of t^T gives them (MX blocks
-// run along rows; stochastic rounding draws by position).
-std::optional<Quantized> cast_of_transpose(const at::Tensor& t, const Cast& c, const Recipe& r) {
-  const std::string g = of_transpose(c.granularity);
-  if (c.rounding == "sr" || g.empty()) return std::nullopt;
-  if (c.granularity == "tensor") return cast(t, c, 0, r, nullptr);
-  auto [codes, scales] = quantize(t, c.format, g, c.scale_op, 0, 0.0, c.power_of_two, c.mx_rule, "rne", "saturate",
-                                  "error", 0, 0);
-  return Quantized{codes, scales, c.format, g};
-}
-
-bool same_cast(const Cast& a, const Cast& b) {
-  return a == b && (a.granularity == "tensor" || a.granularity == "block128x128");
-}
-
-std::string gemm_scaling(const std::string& granularity) {
-  return granularity == "block1x128" || granularity == "block128x128" ? "block128" : granularity;
+  return {q.codes.t().contiguous(), q.scales.t().contiguous(), q.format,
+          granularity_name(transposed(granularity_named(q.granularity, "granularity")))};
 }
 
 // A backward GEMM's B: [K, N] quantized along K, which matmul takes as it is (is_b), or B^T
@@ -112,36 +91,35 @@ struct Operand {
 // fp8q.linear: y = A (B^T)^T, A [M, K], B^T [N, K], both quantized along K.
 at::Tensor linear(const Quantized& a, const Quantized& bt, const std::optional<at::Tensor>& bias, const Recipe& r,
                   at::ScalarType out_dtype) {
-  at::Tensor bscale = bt.scales;
-  if (bt.granularity == "row") bscale = bt.scales.reshape({1, -1});
-  else if (bt.granularity != "tensor") bscale = bt.scales.t().contiguous();
-  return matmul(a.codes, bt.codes.t().contiguous(), r.profile, a.format, bt.format, gemm_scaling(a.granularity),
-                a.scales, gemm_scaling(bt.granularity), bscale, std::nullopt, bias, r.model, out_dtype);
+  const std::string bg = granularity_name(transposed(granularity_named(bt.granularity, "granularity")));
+  const at::Tensor bscale = bt.scales.dim() == 2 ? bt.scales.t().contiguous() : bt.scales;
+  return matmul(a.codes, bt.codes.t().contiguous(), r.profile, a.format, bt.format, a.granularity, a.scales, bg,
+                bscale, std::nullopt, bias, r.model, out_dtype);
 }
 
 at::Tensor gemm(const Quantized& a, const Operand& b, const Recipe& r, at::ScalarType out_dtype) {
   if (!b.is_b) return linear(a, b.q, std::nullopt, r, out_dtype);
-  const std::string bs = b.q.granularity == "col" ? "row" : gemm_scaling(b.q.granularity);
-  return matmul(a.codes, b.q.codes, r.profile, a.format, b.q.format, gemm_scaling(a.granularity), a.scales, bs,
+  return matmul(a.codes, b.q.codes, r.profile, a.format, b.q.format, a.granularity, a.scales, b.q.granularity,
                 b.q.scales, std::nullopt, std::nullopt, r.model, out_dtype);
 }
 
-// A backward GEMM's B from t [K, N] (W, or x), cast as t^T along its columns (cast b): t's own
-// cast qa (cast a) when both are the same per-tensor or 128x128 cast; else that cast computed on
-// t; else the cast of t^T (a current one: Recipe::validate).
-Operand b_operand(const at::Tensor& t, const Quantized& qa, const Cast& a, const Cast& b, Role rb, const Keys& k,
+// A backward operand from t (W, x or dy) as the plan says: t's forward-side cast qa itself, the
+// role's cast computed on t (laid out like t: B as it is, A transposed), or the cast of t^T.
+Operand b_operand(const at::Tensor& t, const Quantized& qa, const OperandPlan& p, Role rb, const Keys& k,
                   const Recipe& r) {
-  if (same_cast(a, b)) return {qa, true};
-  if (auto q = cast_of_transpose(t, b, r)) return {*q, true};
-  return {cast(t.t().contiguous(), b, k.of(b, rb), r, nullptr), false};
+  const Cast& b = r.cast(rb);
+  switch (p.source) {
+    case Source::kSameCast: return {qa, true};
+    case Source::kCastOfT: return {cast(t, b, p.on_t, 0, r, nullptr), true};
+    case Source::kCastOfTranspose: break;
+  }
+  return {cast(t.t().contiguous(), b, b.granularity, k.of(b, rb), r, nullptr), false};
 }
 
-// The weight gradient's A, t^T [N, M] cast along its columns (cast b), from t [M, N], as b_operand.
-Quantized a_operand(const at::Tensor& t, const Quantized& qa, const Cast& a, const Cast& b, Role rb, const Keys& k,
+Quantized a_operand(const at::Tensor& t, const Quantized& qa, const OperandPlan& p, Role rb, const Keys& k,
                     const Recipe& r) {
-  if (same_cast(a, b)) return transposed(qa);
-  if (auto q = cast_of_transpose(t, b, r)) return transposed(*q);
-  return cast(t.t().contiguous(), b, k.of(b, rb), r, nullptr);
+  const Operand o = b_operand(t, qa, p, rb, k, r);
+  return o.is_b ? transposed(o.q) : o.q;
 }
 
 // The recipe a forward hands its backward, held by reference count rather than re-read from JSON.
@@ -167,18 +145,20 @@ struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> 
     const Keys keys{r.seed, layer->options.layer_id(), static_cast<std::uint64_t>(step)};
     const at::Tensor x2 = x.reshape({-1, x.size(-1)}).contiguous();
     std::optional<State> sx, sw, sdy;
-    if (r.x.scaling == "delayed") sx = state_of(*layer, "x");
-    if (r.w.scaling == "delayed") sw = state_of(*layer, "w");
-    if (r.dy.scaling == "delayed") sdy = state_of(*layer, "dy");
+    if (r.cast(Role::kX).scaling == Scaling::kDelayed) sx = state_of(*layer, "x");
+    if (r.cast(Role::kW).scaling == Scaling::kDelayed) sw = state_of(*layer, "w");
+    if (r.cast(Role::kDy).scaling == Scaling::kDelayed) sdy = state_of(*layer, "dy");
     const at::Tensor w = weight.contiguous();
-    const Quantized xq = cast(x2, r.x, keys.of(r.x, kX), r, sx ? &*sx : nullptr);
-    const Quantized wq = cast(w, r.w, keys.of(r.w, kW), r, sw ? &*sw : nullptr);
+    const Cast &cx = r.cast(Role::kX), &cw = r.cast(Role::kW);
+    const Quantized xq = cast(x2, cx, cx.granularity, keys.of(cx, Role::kX), r, sx ? &*sx : nullptr);
+    const Quantized wq = cast(w, cw, cw.granularity, keys.of(cw, Role::kW), r, sw ? &*sw : nullptr);
     std::optional<at::Tensor> b;
     if (bias.defined()) b = bias.to(at::kFloat);
     const at::Tensor y = linear(xq, wq, b, r, out_dtype_of(x, "the input"));
     // the backward's B operands: W (along N) for dx, x (along M) for dW
-    const Operand wb = b_operand(w, wq, r.w, r.w_t, kWt, keys, r);
-    const Operand xb = b_operand(x2, xq, r.x, r.x_t, kXt, keys, r);
+    const TrainingPlan plan = training_plan(r);
+    const Operand wb = b_operand(w, wq, plan.w_t, Role::kWT, keys, r);
+    const Operand xb = b_operand(x2, xq, plan.x_t, Role::kXT, keys, r);
     ctx->save_for_backward({wb.q.codes, wb.q.scales, xb.q.codes, xb.q.scales});
     ctx->saved_data["recipe"] = c10::IValue::make_capsule(c10::make_intrusive<RecipeHolder>(r));
     ctx->saved_data["formats"] =
@@ -211,11 +191,12 @@ struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> 
     if (ctx->saved_data.count("history_dy") != 0)
       sdy = State{ctx->saved_data["history_dy"].toTensor(), ctx->saved_data["scale_dy"].toTensor()};
     const at::Tensor dy2 = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();
-    const Quantized dyq = cast(dy2, r.dy, keys.of(r.dy, kDy), r, sdy ? &*sdy : nullptr);
+    const Cast& cdy = r.cast(Role::kDy);
+    const Quantized dyq = cast(dy2, cdy, cdy.granularity, keys.of(cdy, Role::kDy), r, sdy ? &*sdy : nullptr);
     const auto x_dtype = ctx->saved_data["x_dtype"].toScalarType();
     const auto w_dtype = ctx->saved_data["w_dtype"].toScalarType();
     const at::Tensor dx = gemm(dyq, wb, r, x_dtype).reshape(ctx->saved_data["x_shape"].toIntVector());
-    const at::Tensor dw = gemm(a_operand(dy2, dyq, r.dy, r.dy_t, kDyT, keys, r), xb, r, w_dtype);
+    const at::Tensor dw = gemm(a_operand(dy2, dyq, training_plan(r).dy_t, Role::kDyT, keys, r), xb, r, w_dtype);
     at::Tensor db;
     if (ctx->saved_data["has_bias"].toBool()) db = dy2.sum(0).to(w_dtype);  // as fp8q::bias_grad: torch's sum
     return {dx, dw, db, at::Tensor(), at::Tensor()};

@@ -21,18 +21,16 @@
 #include "fp8q/calib/channels.hpp"
 #include "fp8q/calib/histogram.hpp"
 #include "fp8q/numerics/format.hpp"
+#include "fp8q/quant/granularity.hpp"
 
 namespace fp8q::calib {
-
-enum class Granularity : std::uint8_t {
-  kTensor,   // one amax for the whole tensor
-  kChannel,  // one amax per channel of a ChannelLayout (e.g. per row: ChannelLayout::along(shape, 0))
-};
 
 struct CalibrationSpec {
   Method method = Method::kMax;
   FormatId format = FormatId::kE4M3FN;
-  Granularity granularity = Granularity::kTensor;
+  // tensor: one amax for the whole tensor; row: one per channel of the ChannelLayout (per row of
+  // the 2-D view: ChannelLayout::along(shape, 0)); calibrate() refuses any other
+  Granularity granularity = Granularity::tensor();
   CalibratorOptions calibrator;   // percentile, and the amax -> scale rule
   HistogramOptions histogram;     // bins, exact tail size (percentile, mse, entropy)
   int threads = 1;                // >= 1; results do not depend on it
@@ -58,7 +56,7 @@ struct QuantError {
 };
 QuantError quant_error(std::span<const float> x, float scale, const Format& target, int threads = 1);
 
-// x holds layout.size() elements (kChannel), or any number (kTensor: the layout is ignored).
+// x holds layout.size() elements (row), or any number (tensor: the layout is ignored).
 // Returns one entry per channel (one for kTensor). std::invalid_argument on a size mismatch,
 // a target without a grid, or bad options.
 std::vector<ChannelCalibration> calibrate(std::span<const float> x, const CalibrationSpec& spec,

@@ -20,18 +20,19 @@
 #include "fp8q/checkpoint/safetensors.hpp"
 #include "fp8q/numerics/block_scaled.hpp"
 #include "fp8q/numerics/format.hpp"
+#include "fp8q/quant/granularity.hpp"
 #include "fp8q/quant/trainium3_layout.hpp"
 
 namespace fp8q::checkpoint {
 
-// Which elements share a scale (compressed-tensors' names): one per tensor, one per output
-// channel (row of W), one per 128 x 128 block.
-enum class Strategy : std::uint8_t { kTensor, kChannel, kBlock };
-std::optional<Strategy> parse_strategy(std::string_view name);  // tensor channel block
-std::string_view strategy_name(Strategy s);
+// The weight granularities of ct-fp8 and trn2 (quant/granularity.hpp): tensor, row (one scale
+// per output channel) or block128x128. compressed-tensors' words for them (tensor, channel,
+// block) appear only in the JSON those layouts write and read, and in `--strategy`:
+std::optional<Granularity> parse_ct_strategy(std::string_view word);  // tensor channel block
+std::string_view ct_strategy(const Granularity& g);                   // the inverse ("?" for others)
 
 struct LayoutOptions {
-  std::optional<Strategy> strategy;        // ct-fp8 and trn2 (default: channel); others refuse it
+  std::optional<Granularity> granularity;  // ct-fp8 and trn2 (default: row); others refuse it
   std::optional<trn3::KLayout> pack;       // trn3-mx only: pre-pack for nc_matmul_mx
   int threads = 1;                         // results do not depend on it
 };

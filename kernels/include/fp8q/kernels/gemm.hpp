@@ -5,7 +5,7 @@
 // fixes every addition. With scale_inv_a, scale_inv_b the dequantization multipliers that
 // apply to output (m, n):
 //
-//   plain scaling (none / tensor / per row of A, per column of B):
+//   plain scaling (tensor, with or without a scale / per row of A, per column of B):
 //     acc = model(a[m, :], b[:, n], from C0); out = fp32(acc * fp32(scale_inv_a * scale_inv_b))
 //   block scaling (A: 1 x 128 blocks along K; B: 128 x 128 blocks), DeepSeek-V3 style:
 //     out = C0; for each K block j of 128: p_j = model(the block's products, from +0);
@@ -34,25 +34,23 @@
 #include "fp8q/numerics/accumulation.hpp"
 #include "fp8q/numerics/format.hpp"
 #include "fp8q/numerics/isa.hpp"
+#include "fp8q/quant/granularity.hpp"
 
 namespace fp8q {
 
-enum class OperandScaling : std::uint8_t {
-  kNone,      // scale_inv 1
-  kTensor,    // scale_inv: 1 value
-  kPerRow,    // per row of A (M values) / per column of B (N values): per output channel
-  kBlock128,  // A: 1 x 128 blocks, M x ceil(K/128) values; B: 128 x 128 blocks,
-              // ceil(K/128) x ceil(N/128) values (row-major); A and B must both use it
-  kMx32,      // mx_scale: E8M0 codes, one per 32 consecutive K: A M x ceil(K/32),
-              // B ceil(K/32) x N (row-major)
-};
-
+// Which codes share a scale: the operand's granularity on its own matrix (A [M, K], B [K, N];
+// quant/granularity.hpp), the scales row-major over block_grid(granularity, that matrix):
+//   tensor:                A and B; scale_inv holds 1 value, or none (a multiplier of 1)
+//   row (A) / col (B):     one scale_inv per output channel, M or N values
+//   block1x128 (A) / block128x128 (B): DeepSeek-V3 blocks; A and B must both use them
+//   mx (A, 1 x 32) / mx32x1 (B, 32 x 1): E8M0 codes in mx_scale, one per 32 consecutive K;
+//     pairs with MX on the other operand, or with tensor and no scale
 struct GemmOperand {
   FormatId format = FormatId::kE4M3FN;
   std::span<const std::uint8_t> codes;  // A: M x K, B: K x N, row-major
-  OperandScaling scaling = OperandScaling::kNone;
-  std::span<const float> scale_inv{};       // kTensor, kPerRow, kBlock128: finite and > 0
-  std::span<const std::uint8_t> mx_scale{};  // kMx32
+  Granularity granularity = Granularity::tensor();
+  std::span<const float> scale_inv{};       // every granularity but MX: finite and > 0
+  std::span<const std::uint8_t> mx_scale{};  // MX
 };
 
 // Where C enters the result (see the definition above). An enum, not a bool, so that a call

@@ -22,23 +22,26 @@ enum class GranularityKind : std::uint8_t {
   kRow,     // one per row (1 x C blocks): per output channel of a [out, in] weight
   kColumn,  // one per column (R x 1 blocks)
   kBlock,   // rows x cols blocks: 1x128 activations, 128x128 weights, any r x c
-  kMx,      // E8M0 scale per 1 x 32 block along the last axis (MX)
+  kMx,      // E8M0 scale per block of 32 along one axis (MX): 1 x 32, or 32 x 1 (a GEMM's B, K x N)
 };
+
+inline constexpr std::size_t kMxBlockSize = 32;
 
 struct Granularity {
   GranularityKind kind = GranularityKind::kTensor;
-  std::size_t block_rows = 0, block_cols = 0;  // kBlock only
+  std::size_t block_rows = 0, block_cols = 0;  // kBlock; kMx: 1 x 32 or 32 x 1
 
   static Granularity tensor() { return {GranularityKind::kTensor, 0, 0}; }
   static Granularity row() { return {GranularityKind::kRow, 0, 0}; }
   static Granularity column() { return {GranularityKind::kColumn, 0, 0}; }
   static Granularity block(std::size_t rows, std::size_t cols) { return {GranularityKind::kBlock, rows, cols}; }
-  static Granularity mx() { return {GranularityKind::kMx, 0, 0}; }
+  static Granularity mx() { return {GranularityKind::kMx, 1, kMxBlockSize}; }
+  static Granularity mx_column() { return {GranularityKind::kMx, kMxBlockSize, 1}; }
 
   bool operator==(const Granularity&) const = default;
 };
 
-inline constexpr std::size_t kMxBlock = 32;
+inline constexpr std::size_t kMxBlock = kMxBlockSize;
 
 // The matrix view of a shape.
 struct MatrixShape {
@@ -51,8 +54,14 @@ MatrixShape matrix_shape(std::span<const std::uint64_t> shape);
 // (a quantized tensor still stores one scale, 1, for kTensor).
 BlockGrid block_grid(const Granularity& g, MatrixShape m);
 
-// Names: tensor, row, col, mx, block<R>x<C> (block1x128, block128x128, block3x5, ...).
+// The one string form, used by the CLI, the torch ops and Python: tensor, row, col, mx (1 x 32),
+// mx32x1, block<R>x<C> (block1x128, block128x128, block3x5, ...).
 std::optional<Granularity> parse_granularity(std::string_view name);
 std::string granularity_name(const Granularity& g);
+// parse_granularity, or std::invalid_argument "<what>: unknown granularity '<name>' (...)".
+Granularity granularity_named(std::string_view name, std::string_view what);
+
+// The same blocks on the transposed matrix: row <-> col, block RxC -> CxR, mx 1x32 <-> 32x1.
+Granularity transposed(const Granularity& g);
 
 }  // namespace fp8q

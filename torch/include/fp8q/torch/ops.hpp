@@ -22,8 +22,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 namespace fp8q::torch {
 
@@ -62,6 +64,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cast_transpose(
     std::int64_t seed = 0, std::int64_t offset = 0);
 
 // ---- quantized tensors -------------------------------------------------------------------------
+// The canonical name of a granularity (quant/granularity.hpp), of the same blocks on the
+// transposed matrix when `transposed`; ValueError for an unknown name.
+std::string granularity(std::string_view name, bool transposed = false);
+
 // quantize (quant/quantized_tensor.hpp): codes (x's shape, e2m1 packed) and scales over the
 // granularity's grid of x's matrix view, [grid_rows, grid_cols]: float32 scale_inv (the
 // dequantization multiplier) for tensor / row / col / block<R>x<C>, float8_e8m0fnu for mx.
@@ -106,12 +112,23 @@ at::Tensor calibrate(const at::Tensor& state, std::string_view method, std::stri
                      double percentile = 99.99, std::int64_t margin = 0, double amax_epsilon = 0.0,
                      bool power_of_two = false);
 
+// ---- training recipes (quant/recipes/recipe.hpp) -------------------------------------------------
+// The JSON of a named recipe (with the gradient casts rounded stochastically if asked); a
+// recipe's JSON validated and in canonical form; its operand plan as JSON; one cast's JSON
+// validated (`role` names it in errors). ValueError naming the field for anything invalid.
+std::string recipe(std::string_view name, bool stochastic_gradients = false);
+std::vector<std::string> recipe_names();
+std::string recipe_check(std::string_view json);
+std::string recipe_plan(std::string_view json);
+std::string cast_check(std::string_view json, std::string_view role);
+
 // ---- matmul -----------------------------------------------------------------------------------
 // D = epilogue(A x B) under a device profile (trn2 trn3 ocp hopper fp32) and its model or
-// `model` (kernels/gemm.hpp, kernels/profile.hpp). a: [M, K] codes, b: [K, N] codes. Scaling of
-// each operand: none, tensor (1 scale_inv), row (A: M, B: N: per output channel), block128
-// (A [M, ceil(K/128)], B [ceil(K/128), ceil(N/128)]), mx (E8M0: A [M, ceil(K/32)], B
-// [ceil(K/32), N]); scale tensors are float32 scale_inv or float8_e8m0fnu / uint8 for mx.
+// `model` (kernels/gemm.hpp, kernels/profile.hpp). a: [M, K] codes, b: [K, N] codes. Each
+// operand's granularity on its own matrix (quant/granularity.hpp names; GemmOperand says which
+// A and B take): tensor (1 scale_inv, or no scale), row of A / col of B (per output channel),
+// block1x128 / block128x128, mx / mx32x1 (E8M0 per 32 along K); the scales are shaped as the
+// block grid ([M, ceil(K/32)] for A's mx, ...), float32 scale_inv or float8_e8m0fnu / uint8.
 // c: optional float32 [M, N], bias: optional float32 [N]. c_role (CRole of gemm.hpp): "epilogue"
 // adds c after the scales; "accumulator" makes c the accumulator input (D = A B + C inside the
 // model, in the accumulator's units; it needs c). out_dtype float32 or bfloat16. trainium true
@@ -119,8 +136,8 @@ at::Tensor calibrate(const at::Tensor& state, std::string_view method, std::stri
 // and test.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view profile,
                   std::string_view a_format = "", std::string_view b_format = "",
-                  std::string_view a_scaling = "none", const std::optional<at::Tensor>& a_scale = std::nullopt,
-                  std::string_view b_scaling = "none", const std::optional<at::Tensor>& b_scale = std::nullopt,
+                  std::string_view a_granularity = "tensor", const std::optional<at::Tensor>& a_scale = std::nullopt,
+                  std::string_view b_granularity = "tensor", const std::optional<at::Tensor>& b_scale = std::nullopt,
                   const std::optional<at::Tensor>& c = std::nullopt,
                   const std::optional<at::Tensor>& bias = std::nullopt, std::string_view model = "",
                   at::ScalarType out_dtype = at::kFloat, bool trainium = false,

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,8 @@
 namespace fp8q {
 
 enum class AmaxAlgorithm : std::uint8_t { kMax, kMostRecent };
+std::optional<AmaxAlgorithm> parse_amax_algorithm(std::string_view name);  // max most_recent
+std::string_view amax_algorithm_name(AmaxAlgorithm a);
 
 struct DelayedScalingConfig {
   FormatId format = FormatId::kE4M3FN;
