@@ -67,16 +67,19 @@ struct OpsHistLanes16 {
     });
   }
   static M eq(V a, V b) { return mask_of([&](int i) { return a.x[i] == b.x[i]; }); }
-  static M nonzero(V a) { return mask_of([&](int i) { return a.x[i] != 0; }); }
   static M gt_u(V a, V b) { return mask_of([&](int i) { return a.x[i] > b.x[i]; }); }
   static M lt_u(V a, V b) { return mask_of([&](int i) { return a.x[i] < b.x[i]; }); }
   static V inc_where(V acc, M m) { return map([&](int i) { return (m >> i & 1) ? acc.x[i] + 1 : acc.x[i]; }); }
-  static V compress(M m, V v) {
+  static M both(M a, M b) { return static_cast<M>(a & b); }
+  static unsigned bits(M m) { return m; }
+  // vpcompressd of the nonzero lanes (the lanes above them zeroed), then vpmovdw: 16 stores
+  static std::size_t store_nonzero_u16(std::uint16_t* p, V v) {
     V r{};
-    int k = 0;
+    std::size_t k = 0;
     for (int i = 0; i < 16; ++i)
-      if (m >> i & 1) r.x[k++] = v.x[i];
-    return r;
+      if (v.x[i] != 0) r.x[k++] = v.x[i];
+    store_u16(p, r);
+    return k;
   }
   static void prefetch(const void*) {}
 };

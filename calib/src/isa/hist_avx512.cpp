@@ -34,11 +34,16 @@ struct OpsHistAvx512 {
   static V min_u(V a, V b) { return _mm512_min_epu32(a, b); }
   static V max_s(V a, V b) { return _mm512_max_epi32(a, b); }
   static M eq(V a, V b) { return _mm512_cmpeq_epi32_mask(a, b); }
-  static M nonzero(V a) { return _mm512_test_epi32_mask(a, a); }
   static M gt_u(V a, V b) { return _mm512_cmpgt_epu32_mask(a, b); }
   static M lt_u(V a, V b) { return _mm512_cmplt_epu32_mask(a, b); }
   static V inc_where(V acc, M m) { return _mm512_mask_add_epi32(acc, m, acc, _mm512_set1_epi32(1)); }
-  static V compress(M m, V v) { return _mm512_maskz_compress_epi32(m, v); }
+  static M both(M a, M b) { return a & b; }
+  static unsigned bits(M m) { return m; }
+  static std::size_t store_nonzero_u16(std::uint16_t* p, V v) {  // vpcompressd, then vpmovdw
+    const M keep = _mm512_test_epi32_mask(v, v);
+    store_u16(p, _mm512_maskz_compress_epi32(keep, v));
+    return static_cast<std::size_t>(std::popcount(static_cast<unsigned>(keep)));
+  }
   static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 };
 

@@ -1,25 +1,32 @@
 // Internal: the histogram kernels at 16 lanes of 32 bits, written once over an `Ops` type: the
-// AVX-512 one (hist_avx512.cpp) and a lane-by-lane emulation (tests/calib/hist_ops_lanes16.hpp)
-// that runs these same paths on any machine. Included only inside an anonymous namespace, after
+// AVX-512 one (hist_avx512.cpp: one zmm), the AVX2 one (hist_avx2.cpp: two ymm) and a
+// lane-by-lane emulation (tests/calib/hist_ops_lanes16.hpp) that runs these same paths on any
+// machine. Included only inside an anonymous namespace, after
 // the headers it includes, so that no inline function compiled with one ISA's flags reaches
 // another translation unit.
 //
 // Everything is integer arithmetic on |x| patterns, so each kernel equals hist_generic.cpp bit
-// for bit; the strategy is that of hist_avx2.cpp (see its comments) with 16-lane vectors:
-//   scan:  max, min of a - 1 (0 wraps: zeros never win), and a zero count, per lane;
-//   count: bin = max((a >> shift) - base, 0) + (lane % 4) * bins, then scalar increments;
-//   tally: slot q = a >> 16, narrowed to 16 bits (exact: q <= 0x7FFF) into a buffer, then
-//          tallied four slots per 64-bit load; the `_zeros` variants compress the lanes with
-//          q != 0 to the front of the vector first, so the q == 0 samples cost no store.
+// for bit:
+//   scan:  max, min of a - 1 (0 wraps: zeros never win), and a zero count, per lane; two chains,
+//          so that consecutive vectors do not wait for each other;
+//   count: bin = max((a >> shift) - base, 0) + (lane % 4) * bins, then scalar increments (no
+//          scatter), spread over kTables tables so that equal neighbouring bins do not serialize;
+//   tally: slot q = a >> 16, narrowed to 16 bits (exact: q <= 0x7FFF) into a buffer of one run,
+//          then tallied four slots per 64-bit load, the input prefetched in the tally phase,
+//          which issues few loads of its own; the `_zeros` variants store only the lanes with
+//          q != 0, in order, so a zero costs no store (half zeros, as after a ReLU, halve them).
+// Run lengths and the forms measured: docs/performance.md.
 //
-// Ops: V (16 x uint32), M (a 16-bit lane mask, bit l for lane l), and
+// Ops: V (16 x uint32), M (a lane mask), and
 //   load_abs_f32(p), load_abs_bf16(p)  16 |x| patterns (bf16: zero-extended, sign cleared)
 //   set1, add, sub, srl(v, n <= 31), max_u, min_u (unsigned), max_s (signed)
-//   eq(a, b), nonzero(a), gt_u(a, b), lt_u(a, b)  -> M
+//   eq(a, b), gt_u(a, b), lt_u(a, b)  -> M;  both(m1, m2) -> M;  bits(m): bit l for lane l
 //   inc_where(acc, m)   acc + 1 in the lanes of m
-//   compress(m, v)      the lanes of m, in order, to the front; the other lanes 0
 //   load(p), store(p, v)  16 uint32 from or to p (64-byte aligned)
-//   store_u16(p, v)     the low 16 bits of each lane to p (16 uint16, unaligned)
+//   store_u16(p, v)     each lane's value (below 2^16) to p (16 uint16, unaligned)
+//   store_nonzero_u16(p, v)  the nonzero lanes' values (below 2^16) to p (room for 16 uint16);
+//                            returns how many
+// Both stores may order the values as their instructions do: a tally takes them in any order.
 //   prefetch(p)
 #pragma once
 
@@ -42,7 +49,6 @@ struct HistKernel16 {
     std::memcpy(&u, in + i, 4);
     return u & 0x7FFFFFFFu;
   }
-  static unsigned count_of(M m) { return static_cast<unsigned>(std::popcount(static_cast<std::uint16_t>(m))); }
 
   // Scan statistics of 16 |x| lanes, kept in vectors across a call.
   struct Stats {
@@ -177,13 +183,6 @@ struct HistKernel16 {
   static constexpr std::size_t kPackRun = 512;
   static_assert(kPackRun % 16 == 0, "whole steps of 16 elements");
 
-  // Writes the nonzero lanes of q, in order, to out (room for 16) and returns how many.
-  static std::size_t pack_nonzero(V q, std::uint16_t* out) {
-    const M keep = Ops::nonzero(q);
-    Ops::store_u16(out, Ops::compress(keep, q));
-    return count_of(keep);
-  }
-
   // For elements i in [0, n) (n a multiple of 16): slots(i, out) packs the nonzero slots of
   // elements i .. i + 15 to out and returns how many; they are tallied. Returns how many were zero.
   template <class Slots>
@@ -212,7 +211,7 @@ struct HistKernel16 {
     const std::size_t zeros = tally_packed(m, table, [&](std::size_t i, std::uint16_t* out) {
       const V a = Ops::load_abs_f32(in + i);
       st.add(a);
-      return pack_nonzero(Ops::srl(a, 16), out);
+      return Ops::store_nonzero_u16(out, Ops::srl(a, 16));
     });
     table[0] += static_cast<std::uint32_t>(zeros);
     for (std::size_t j = m; j < n; ++j) table[abs_one_f32(in, j) >> 16] += 1;
@@ -223,7 +222,7 @@ struct HistKernel16 {
   static void tally_bf16_zeros(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
     const std::size_t m = n / 16 * 16;
     const std::size_t zeros = tally_packed(
-        m, table, [&](std::size_t i, std::uint16_t* out) { return pack_nonzero(Ops::load_abs_bf16(in + i), out); });
+        m, table, [&](std::size_t i, std::uint16_t* out) { return Ops::store_nonzero_u16(out, Ops::load_abs_bf16(in + i)); });
     table[0] += static_cast<std::uint32_t>(zeros);
     for (std::size_t j = m; j < n; ++j) table[in[j] & 0x7FFFu] += 1;
   }
@@ -235,7 +234,7 @@ struct HistKernel16 {
     std::size_t k = 0, i = 0;
     for (; i + 16 <= n; i += 16) {
       const V a = Ops::load_abs_f32(in + i);
-      auto pass = static_cast<unsigned>(static_cast<std::uint16_t>(Ops::gt_u(a, lo) & Ops::lt_u(a, inf)));
+      auto pass = Ops::bits(Ops::both(Ops::gt_u(a, lo), Ops::lt_u(a, inf)));
       while (pass) {
         out[k++] = abs_one_f32(in, i + static_cast<std::size_t>(std::countr_zero(pass)));
         pass &= pass - 1;
