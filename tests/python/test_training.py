@@ -104,6 +104,12 @@ def test_recipes_print_and_round_trip_through_json(name):
         Recipe.from_dict({**recipe(name).to_dict(), "typo": 1})
 
 
+def test_from_dict_takes_casts_or_their_dicts():
+    r = recipe("blockwise")
+    assert Recipe.from_dict({**r.to_dict(), "w": r.w}) == r
+    assert Recipe.from_dict(r.to_dict()) == r
+
+
 def test_bad_recipes_are_refused_with_the_field_named():
     with pytest.raises(ValueError, match="delayed scaling is per tensor"):
         Cast("e4m3fn", "row", scaling="delayed")

@@ -96,7 +96,8 @@ class Recipe:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Recipe":
-        checked = json.loads(torch.ops.fp8q.recipe_check(json.dumps(d)))
+        plain = {k: dataclasses.asdict(v) if isinstance(v, Cast) else v for k, v in d.items()}
+        checked = json.loads(torch.ops.fp8q.recipe_check(json.dumps(plain)))
         return cls(**{k: Cast(**v) if k in ROLES else v for k, v in checked.items()})
 
     @classmethod
