@@ -68,89 +68,11 @@ constexpr std::size_t kPieceCols = 512;
 // them in cache anyway. Smaller ones stay in cache for the next consumer.
 constexpr std::size_t kStreamingMin = std::size_t{4} << 20;
 
-// ---------------------------------------------------------------------------------------------
-// Baseline kernels (SSE2 is part of x86-64; the byte loops cover any other target).
-
-#if defined(__SSE2__)
-// One 16 x 16 block: dst[c * dst_stride + r] = src[r * src_stride + c], r, c < 16. Four rounds
-// of interleaving (8, 16, 32, 64 bits): after round 1 a 16-bit lane j of y[i] holds rows
-// 2i..2i+1 of column j, after round 2 a 32-bit lane rows 4i..4i+3, after round 3 a 64-bit lane
-// rows 0-7 or 8-15, and round 4 joins the halves: x[k] is column k.
-inline void transpose16(const std::uint8_t* src, std::size_t src_stride, std::uint8_t* dst, std::size_t dst_stride) {
-  __m128i x[16], y[16];
-  for (std::size_t i = 0; i < 16; ++i) x[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * src_stride));
-  for (int i = 0; i < 8; ++i) {
-    y[i] = _mm_unpacklo_epi8(x[2 * i], x[2 * i + 1]);
-    y[i + 8] = _mm_unpackhi_epi8(x[2 * i], x[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    x[i] = _mm_unpacklo_epi16(y[2 * i], y[2 * i + 1]);
-    x[i + 4] = _mm_unpackhi_epi16(y[2 * i], y[2 * i + 1]);
-    x[i + 8] = _mm_unpacklo_epi16(y[8 + 2 * i], y[8 + 2 * i + 1]);
-    x[i + 12] = _mm_unpackhi_epi16(y[8 + 2 * i], y[8 + 2 * i + 1]);
-  }
-  for (int g = 0; g < 4; ++g)
-    for (int i = 0; i < 2; ++i) {
-      y[4 * g + i] = _mm_unpacklo_epi32(x[4 * g + 2 * i], x[4 * g + 2 * i + 1]);
-      y[4 * g + i + 2] = _mm_unpackhi_epi32(x[4 * g + 2 * i], x[4 * g + 2 * i + 1]);
-    }
-  for (int g = 0; g < 8; ++g) {
-    x[2 * g] = _mm_unpacklo_epi64(y[2 * g], y[2 * g + 1]);
-    x[2 * g + 1] = _mm_unpackhi_epi64(y[2 * g], y[2 * g + 1]);
-  }
-  for (std::size_t k = 0; k < 16; ++k) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k * dst_stride), x[k]);
-}
-#endif
-
-// tb[c * kTileColumnRows + r] = src[r * ss + c] for r < nr, c < nc (transpose_kernels.hpp).
-void tile_column_base(const std::uint8_t* src, std::size_t ss, std::size_t nr, std::size_t nc, std::uint8_t* tb,
-                      const std::uint8_t* next) {
-  constexpr std::size_t ds = kTileColumnRows;
-  std::size_t nr16 = 0, nc16 = 0;
-#if defined(__SSE2__)
-  nr16 = nr / 16 * 16;
-  nc16 = nc / 16 * 16;
-  for (std::size_t i = 0; i < nr16; i += 16) {
-    if (next != nullptr)
-      for (std::size_t k = 0; k < 16; ++k) _mm_prefetch(reinterpret_cast<const char*>(next + (i + k) * ss), _MM_HINT_T0);
-    for (std::size_t j = 0; j < nc16; j += 16) transpose16(src + i * ss + j, ss, tb + j * ds + i, ds);
-  }
-#else
-  (void)next;
-#endif
-  // the columns right of the 16 x 16 blocks, then the rows below them
-  for (std::size_t j = nc16; j < nc; ++j)
-    for (std::size_t i = 0; i < nr16; ++i) tb[j * ds + i] = src[i * ss + j];
-  for (std::size_t j = 0; j < nc; ++j)
-    for (std::size_t i = nr16; i < nr; ++i) tb[j * ds + i] = src[i * ss + j];
-}
-
-// dst[0, n) = src[0, n), the whole 64-byte lines of dst streamed with `stream`.
-void copy_base(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool stream) {
-#if defined(__SSE2__)
-  if (stream) {
-    std::size_t i = std::min(n, (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64);
-    if (i != 0) std::memcpy(dst, src, i);
-    for (; i + 64 <= n; i += 64)
-      for (std::size_t k = 0; k < 64; k += 16)
-        _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + k),
-                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + k)));
-    if (i != n) std::memcpy(dst + i, src + i, n - i);
-    return;
-  }
-#else
-  (void)stream;
-#endif
-  std::memcpy(dst, src, n);
-}
-
-constexpr TransposeKernels kBase{&tile_column_base, &copy_base};
-
 const TransposeKernels& kernels_for(Isa isa) {
   // AVX-512 machines run the AVX2 kernels (a tile row is 64 bytes: one 512-bit register would
   // hold a whole row, but the shuffles that interleave rows work per 128-bit lane either way)
   return *dispatch(
-      isa, [] { return &kBase; }, detail::transpose_kernels_avx2, kNoKernel, kNoKernel);
+      isa, detail::transpose_kernels_base, detail::transpose_kernels_avx2, kNoKernel, detail::transpose_kernels_neon);
 }
 
 // Non-temporal stores are weakly ordered: fence them before the thread reports completion.

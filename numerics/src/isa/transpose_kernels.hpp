@@ -1,8 +1,9 @@
 // Internal: the kernels of the fused cast + transpose (cast_transpose.cpp) that depend on the
 // instruction set: the transpose of one tile column of codes and the copy of codes to an
 // output (streamed or not); each piece's amax comes from isa/max_abs_kernels.hpp. The
-// baseline (SSE2, part of x86-64) versions live in cast_transpose.cpp; AVX2 ones in
-// transpose_avx2.cpp, compiled alone with -mavx2. Not installed.
+// tile transposes are one text, isa/transpose_kernel.hpp, over SSE2 (the x86-64 baseline,
+// transpose_base.cpp, which has a byte loop for other targets), AVX2 (transpose_avx2.cpp,
+// compiled alone with -mavx2) and NEON (transpose_neon.cpp). Not installed.
 #pragma once
 
 #include <cstddef>
@@ -26,11 +27,18 @@ struct TransposeKernels {
   void (*copy)(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, bool stream);
 };
 
-// nullptr where this binary has no AVX2 build of them (the caller keeps the baseline).
+// nullptr where this binary has no AVX2 / NEON build of them (the caller keeps the baseline).
+// The baseline kernels: every target has them.
+const TransposeKernels* transpose_kernels_base();
 #if defined(FP8Q_HAVE_AVX2)
 const TransposeKernels* transpose_kernels_avx2();  // call only where Isa::kAvx2 is supported
 #else
 inline const TransposeKernels* transpose_kernels_avx2() { return nullptr; }  // not compiled for this target
+#endif
+#if defined(FP8Q_HAVE_NEON)
+const TransposeKernels* transpose_kernels_neon();
+#else
+inline const TransposeKernels* transpose_kernels_neon() { return nullptr; }  // not compiled for this target
 #endif
 
 }  // namespace fp8q::detail
