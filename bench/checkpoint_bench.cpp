@@ -5,15 +5,22 @@
 // file was just written) and write to the same file system. The label carries the process's
 // peak resident memory (getrusage ru_maxrss) and the largest tensor: the pipeline's target is
 // peak RSS <= 256 MiB + the largest tensor.
+// The error figures alone (measure_error) of one 4096 x 4096 BF16 weight quantized by hf-fp8
+// (128 x 128 blocks) and by trn3-mx (a multiplier per element), each on the active ISA and on
+// the generic path, against reading memory (baseline/read): bytes = the BF16 original's.
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <vector>
 
+#include "fp8q/checkpoint/error_stats.hpp"
 #include "fp8q/checkpoint/pipeline.hpp"
 #include "fp8q/checkpoint/safetensors.hpp"
+#include "data.hpp"
 #include "registry.hpp"
 
 namespace fp8q::bench {
@@ -92,9 +99,38 @@ void run_copy(benchmark::State& state) {
   state.SetLabel(rss_label(c));
 }
 
+// One weight of bf16_data() and its quantization by `layout`.
+struct Measured {
+  std::span<const std::byte> original;
+  ck::QuantizedWeight q;
+  explicit Measured(const char* layout) {
+    const auto& x = bf16_data();
+    original = std::as_bytes(std::span(x.data(), kRows * kCols));
+    ck::WeightRef w{"w.weight", "w", ck::DType::kBF16, {kRows, kCols}, original, std::nullopt};
+    q = ck::layout_named(layout)->quantize(w, ck::LayoutOptions{});
+  }
+};
+
+void run_measure(benchmark::State& state, const Measured& m, std::optional<Isa> isa) {
+  for (auto _ : state) benchmark::DoNotOptimize(ck::measure_error(m.original, ck::DType::kBF16, m.q.view, 1, isa).count);
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(m.original.size()));
+  state.SetLabel(std::string(isa_name(isa ? *isa : active_isa())));
+}
+
 }  // namespace
 
 void register_checkpoint() {
+  for (const char* layout : {"hf-fp8", "trn3-mx"}) {
+    const std::string name = "checkpoint/measure_error_" + std::string(layout);
+    auto measured = [layout]() -> const Measured& {  // built on first use, once per layout
+      static std::map<std::string, Measured> made;
+      return made.try_emplace(layout, layout).first->second;
+    };
+    add_case(name + "_generic", {"baseline/read"},
+             [measured](benchmark::State& s) { run_measure(s, measured(), Isa::kGeneric); });
+    add_case(name, {"baseline/read", name + "_generic"},
+             [measured](benchmark::State& s) { run_measure(s, measured(), std::nullopt); });
+  }
   add_case("checkpoint/copy_file", {}, [](benchmark::State& s) { run_copy(s); });
   add_case("checkpoint/quantize_hf_fp8/threads:2", {"checkpoint/copy_file"},
            [](benchmark::State& s) { run_quantize(s, 2); });

@@ -457,6 +457,11 @@ TEST(Scan, BadArgumentsAreRefused) {
   v.scale_inv = {1.0f};
   EXPECT_THROW(measure_error(b, DType::kU8, v), std::invalid_argument);
   EXPECT_THROW(measure_error(std::span(b).first(6), DType::kBF16, v), std::invalid_argument);  // size
+  for (Isa isa : kAllIsas)
+    if (!isa_supported(isa)) {  // a forced path this CPU lacks, named
+      EXPECT_THROW(measure_error(b, DType::kBF16, v, 1, isa), std::invalid_argument);
+      EXPECT_THROW(first_nonfinite(b, DType::kBF16, 1, isa), std::invalid_argument);
+    }
   v.scale_inv.clear();
   EXPECT_THROW(measure_error(b, DType::kBF16, v), std::invalid_argument);  // scales
 }

@@ -349,6 +349,17 @@ TEST(HostileOptions, ExistingOutputNeedsForceAndOverlapIsRefused) {
   o.layout_options.granularity = Granularity::row();
   EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "x", o), PipelineError);
   o.layout_options.granularity.reset();
+  for (Isa isa : kAllIsas)
+    if (!isa_supported(isa)) {  // a forced kernel path this CPU (or build) lacks
+      o.layout_options.isa = isa;
+      try {
+        quantize_checkpoint(dir / "in", dir / "x", o);
+        ADD_FAILURE() << "no error";
+      } catch (const PipelineError& e) {
+        EXPECT_NE(std::string(e.what()).find("LayoutOptions::isa"), std::string::npos) << e.what();
+      }
+    }
+  o.layout_options.isa.reset();
   o.ignore = {"("};
   EXPECT_THROW(quantize_checkpoint(dir / "in", dir / "x", o), PipelineError);
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"in", "out"}));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -335,6 +336,30 @@ TEST_P(LayoutTest, SameBytesForAnyThreadCount) {
   quantize_checkpoint(dir_ / "in", dir_ / "t3", options(3));
   for (const char* f : {"model.safetensors", "config.json"})
     EXPECT_EQ(testing::read_raw(dir_ / "t1" / f), testing::read_raw(dir_ / "t3" / f)) << f;
+}
+
+// A forced ISA (LayoutOptions::isa) changes neither a byte nor an error figure.
+TEST_P(LayoutTest, SameBytesAndFiguresOnEveryIsa) {
+  QuantizeCheckpointOptions o = options(2);
+  o.layout_options.isa = Isa::kGeneric;
+  const auto want = quantize_checkpoint(dir_ / "in", dir_ / "generic", o);
+  for (Isa isa : kAllIsas) {
+    if (isa == Isa::kGeneric || !isa_supported(isa)) continue;
+    const std::string name(isa_name(isa));
+    o.layout_options.isa = isa;
+    const auto got = quantize_checkpoint(dir_ / "in", dir_ / name, o);
+    for (const char* f : {"model.safetensors", "config.json"})
+      EXPECT_EQ(testing::read_raw(dir_ / "generic" / f), testing::read_raw(dir_ / name / f)) << name << " " << f;
+    ASSERT_EQ(got.tensors.size(), want.tensors.size());
+    for (std::size_t i = 0; i < got.tensors.size(); ++i) {
+      const ErrorStats &a = got.tensors[i].stats, &b = want.tensors[i].stats;
+      EXPECT_EQ(a.count, b.count) << name;
+      EXPECT_EQ(a.saturated, b.saturated) << name;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(a.sum_sq_signal), std::bit_cast<std::uint64_t>(b.sum_sq_signal)) << name;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(a.sum_sq_error), std::bit_cast<std::uint64_t>(b.sum_sq_error)) << name;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(a.max_abs_error), std::bit_cast<std::uint64_t>(b.max_abs_error)) << name;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

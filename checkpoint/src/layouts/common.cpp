@@ -49,12 +49,12 @@ float round_up_to(DType dtype, float x) {
 }
 
 DivideQuantized quantize_divide(const WeightRef& w, const Format& target, const BlockGrid& grid, DType scale_dtype,
-                                int threads) {
+                                const LayoutOptions& lo) {
   const Format& from = source_format(w.dtype);
   DivideQuantized out;
   out.grid = grid;
   std::vector<float> amaxes(grid.grid_size());
-  block_amax(w.data, from, grid, amaxes, threads);
+  block_amax(w.data, from, grid, amaxes, lo.threads);
   out.scale_inv.resize(amaxes.size());
   for (std::size_t b = 0; b < amaxes.size(); ++b)
     out.scale_inv[b] = round_up_to(scale_dtype, scale_inv_from_amax(amaxes[b], target));
@@ -62,18 +62,18 @@ DivideQuantized quantize_divide(const WeightRef& w, const Format& target, const 
   ConvertOptions o;
   o.scale_op = ScaleOp::kDivide;
   o.overflow = Overflow::kSaturate;
-  convert_block_scaled(w.data, from, out.codes, target, grid, out.scale_inv, o, {threads, std::nullopt});
+  convert_block_scaled(w.data, from, out.codes, target, grid, out.scale_inv, o, {lo.threads, lo.isa});
   return out;
 }
 
 MxQuantized quantize_mx(std::span<const std::byte> data, const Format& from, std::size_t rows, std::size_t cols,
-                        const Pow2ScaleTable& table, int threads) {
+                        const Pow2ScaleTable& table, const LayoutOptions& lo) {
   MxQuantized out;
   out.codes.resize(rows * cols);
   out.scales.resize(rows * ((cols + 31) / 32));
   ConvertOptions o;
   o.overflow = Overflow::kSaturate;
-  convert_mx(data, from, rows, cols, 32, out.codes, out.scales, kE4M3FN, table, o, {threads, std::nullopt});
+  convert_mx(data, from, rows, cols, 32, out.codes, out.scales, kE4M3FN, table, o, {lo.threads, lo.isa});
   return out;
 }
 

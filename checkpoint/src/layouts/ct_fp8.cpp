@@ -70,7 +70,7 @@ class CtFp8 final : public Layout {
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(granularity(o), {rows, cols}), w.dtype, o.threads);
+    DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(granularity(o), {rows, cols}), w.dtype, o);
     const auto specs = plan(w, o);
     QuantizedWeight out;
     out.tensors.push_back({specs[0], to_bytes(q.codes)});

@@ -60,7 +60,7 @@ class CtMxfp8 final : public Layout {
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     static const Pow2ScaleTable table = compressed_tensors_mx_table();
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    MxQuantized q = quantize_mx(w.data, source_format(w.dtype), rows, cols, table, o.threads);
+    MxQuantized q = quantize_mx(w.data, source_format(w.dtype), rows, cols, table, o);
     const auto specs = plan(w, o);
     QuantizedWeight out;
     out.tensors.push_back({specs[0], to_bytes(q.codes)});

@@ -43,7 +43,7 @@ class HfFp8 final : public Layout {
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(kBlock128x128, {rows, cols}), DType::kF32, o.threads);
+    DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(kBlock128x128, {rows, cols}), DType::kF32, o);
     const auto specs = plan(w, o);
     QuantizedWeight out;
     out.tensors.push_back({specs[0], to_bytes(q.codes)});

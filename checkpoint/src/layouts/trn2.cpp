@@ -50,7 +50,7 @@ class Trn2 final : public Layout {
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    DivideQuantized q = quantize_divide(w, kE4M3, block_grid(granularity(o), {rows, cols}), DType::kF32, o.threads);
+    DivideQuantized q = quantize_divide(w, kE4M3, block_grid(granularity(o), {rows, cols}), DType::kF32, o);
     // e4m3's NaN (exponent 1111, mantissa != 0) as 0x7F/0xFF: NaN in e4m3 and in e4m3fn alike.
     // Saturation means 0x78 (Inf) never occurs.
     for (auto& c : q.codes)

@@ -88,7 +88,7 @@ class Trn3Mx final : public Layout {
     const auto specs = plan(w, o);
     QuantizedWeight out;
     if (!o.pack) {
-      MxQuantized q = quantize_mx(w.data, from, rows, cols, trainium3_table(), o.threads);
+      MxQuantized q = quantize_mx(w.data, from, rows, cols, trainium3_table(), o);
       out.tensors.push_back({specs[0], to_bytes(q.codes)});
       out.tensors.push_back({specs[1], to_bytes(q.scales)});
       out.view = mx_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), std::move(q.scales));
@@ -111,7 +111,7 @@ class Trn3Mx final : public Layout {
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t j = 0; j < width; ++j)
         if (src[j] != SIZE_MAX) std::memcpy(&permuted[(r * width + j) * esz], &w.data[(r * cols + src[j]) * esz], esz);
-    MxQuantized q = quantize_mx(permuted, from, rows, width, trainium3_table(), o.threads);
+    MxQuantized q = quantize_mx(permuted, from, rows, width, trainium3_table(), o);
     const std::size_t groups_per_row = width / 32;
     std::vector<std::uint8_t> codes(t3::onchip_codes_size(cols, rows)), scales(t3::onchip_scales_size(cols, rows), t3::kUnusedScale);
     for (std::size_t p = 0; p < t3::kPartitions; ++p)

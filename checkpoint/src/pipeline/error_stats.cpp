@@ -179,12 +179,14 @@ std::optional<std::uint64_t> first_nonfinite_isa(std::span<const std::byte> data
 
 }  // namespace detail
 
-ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const DequantView& v, int threads) {
-  return detail::measure_error_isa(original, dtype, v, threads, active_isa());
+ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const DequantView& v, int threads,
+                         std::optional<Isa> isa) {
+  return detail::measure_error_isa(original, dtype, v, threads, resolve_isa(isa, "measure_error: isa"));
 }
 
-std::optional<std::uint64_t> first_nonfinite(std::span<const std::byte> data, DType dtype, int threads) {
-  return detail::first_nonfinite_isa(data, dtype, threads, active_isa());
+std::optional<std::uint64_t> first_nonfinite(std::span<const std::byte> data, DType dtype, int threads,
+                                             std::optional<Isa> isa) {
+  return detail::first_nonfinite_isa(data, dtype, threads, resolve_isa(isa, "first_nonfinite: isa"));
 }
 
 }  // namespace fp8q::checkpoint

@@ -54,6 +54,7 @@ CheckedOptions check_options(const QuantizeCheckpointOptions& opt) {
   }
   try {
     layout->check_options(opt.layout_options);
+    resolve_isa(opt.layout_options.isa, "LayoutOptions::isa");  // a forced path this CPU lacks
   } catch (const std::invalid_argument& e) {
     throw PipelineError(e.what());
   }

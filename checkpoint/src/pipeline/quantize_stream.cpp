@@ -32,8 +32,8 @@ std::string describe_nonfinite(std::span<const std::byte> data, DType dtype, std
 }
 
 // PipelineError naming the first NaN / Inf element of a weight, if it has one.
-void throw_if_nonfinite(const TensorInfo& info, std::span<const std::byte> data, int threads) {
-  if (auto bad = first_nonfinite(data, info.dtype, threads)) {
+void throw_if_nonfinite(const TensorInfo& info, std::span<const std::byte> data, const LayoutOptions& o) {
+  if (auto bad = first_nonfinite(data, info.dtype, o.threads, o.isa)) {
     const std::uint64_t cols = info.shape[1];
     throw PipelineError("tensor " + quote(info.name) + ": element " + std::to_string(*bad) + " (row " +
                         std::to_string(*bad / cols) + ", column " + std::to_string(*bad % cols) + ") is " +
@@ -105,7 +105,7 @@ void stream_shards(const Model& model, const CheckedOptions& checked, const Quan
       if (p.measure) {
         p.rep.stats = p.measure->total();
         if (!opt.allow_nonfinite && p.rep.stats.nonfinite > 0)
-          throw_if_nonfinite(*p.item->tensor->info, model.bytes(*p.item->tensor), threads);
+          throw_if_nonfinite(*p.item->tensor->info, model.bytes(*p.item->tensor), opt.layout_options);
       }
       p.item->weight.data = {};
       record(*p.item, std::move(p.rep));
@@ -138,15 +138,15 @@ void stream_shards(const Model& model, const CheckedOptions& checked, const Quan
       const bool check_finite = !opt.allow_nonfinite;
       QuantizedWeight q;
       try {
-        if (check_finite && !opt.measure) throw_if_nonfinite(info, data, quantize_options.threads);
+        if (check_finite && !opt.measure) throw_if_nonfinite(info, data, quantize_options);
         it.weight.data = data;
         try {
           q = layout->quantize(it.weight, quantize_options);
         } catch (const std::invalid_argument& e) {
-          if (check_finite) throw_if_nonfinite(info, data, quantize_options.threads);
+          if (check_finite) throw_if_nonfinite(info, data, quantize_options);
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
         } catch (const NanError& e) {
-          if (check_finite) throw_if_nonfinite(info, data, quantize_options.threads);
+          if (check_finite) throw_if_nonfinite(info, data, quantize_options);
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
         }
         if (q.tensors.size() != it.specs.size()) throw std::logic_error("layout " + std::string(layout->name()) + ": plan and quantize disagree");
@@ -171,7 +171,8 @@ void stream_shards(const Model& model, const CheckedOptions& checked, const Quan
       std::size_t chunks = 0;
       WriteJob::Work work;
       if (opt.measure) {
-        p.measure = std::make_unique<detail::ErrorMeasurement>(data, info.dtype, p.q.view, active_isa());
+        p.measure = std::make_unique<detail::ErrorMeasurement>(data, info.dtype, p.q.view,
+                                                                 resolve_isa(opt.layout_options.isa, "LayoutOptions::isa"));
         p.scratch.resize(static_cast<std::size_t>(helpers) + 1);
         chunks = p.measure->chunks();
         work = [m = p.measure.get(), sc = p.scratch.data()](std::size_t k, std::size_t w) { m->measure_chunk(k, sc[w]); };

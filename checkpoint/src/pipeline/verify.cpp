@@ -114,7 +114,7 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
                              ": layout " + r.layout + " keeps such a weight in high precision");
       try {
         const DequantView v = layout->read_back(module, info.shape, lookup, lo);
-        rep.stats = measure_error(src.bytes(t), info.dtype, v, threads);
+        rep.stats = measure_error(src.bytes(t), info.dtype, v, threads, lo.isa);
         const double sqnr = rep.stats.sqnr_db();
         if (rep.stats.count > 0 && !(sqnr >= kMinSqnrDb)) {  // NaN too
           char db[32];

@@ -9,9 +9,9 @@
 //                    range would have given a larger value
 // Sums are in double over fixed chunks of rows added in order, so the figures do not depend
 // on the thread count. Non-finite x (only with --allow-nonfinite) are counted, not measured.
-// The exact order of every addition is in checkpoint/src/pipeline/error_kernels.hpp; the
-// AVX2 path (chosen at run time, FP8Q_ISA caps it) gives the generic path's bits, and both
-// run in the IEEE default FP environment whatever the caller has set.
+// The exact order of every addition is in checkpoint/src/pipeline/error_kernels.hpp; every
+// kernel path (chosen at run time as fp8q/numerics/isa.hpp says; `isa` forces one) gives the
+// generic path's bits, and all run in the IEEE default FP environment whatever the caller set.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +34,11 @@ struct ErrorStats {
 };
 
 // `original`: the weight as stored in the input (F32, BF16 or F16), view.rows x view.cols.
-ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const DequantView& view, int threads = 1);
+ErrorStats measure_error(std::span<const std::byte> original, DType dtype, const DequantView& view, int threads = 1,
+                         std::optional<Isa> isa = {});
 
 // The first element (row-major index) of `data` that is NaN or +/-Inf, if any.
-std::optional<std::uint64_t> first_nonfinite(std::span<const std::byte> data, DType dtype, int threads = 1);
+std::optional<std::uint64_t> first_nonfinite(std::span<const std::byte> data, DType dtype, int threads = 1,
+                                             std::optional<Isa> isa = {});
 
 }  // namespace fp8q::checkpoint

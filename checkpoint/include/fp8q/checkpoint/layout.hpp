@@ -20,6 +20,7 @@
 #include "fp8q/checkpoint/safetensors.hpp"
 #include "fp8q/numerics/block_scaled.hpp"
 #include "fp8q/numerics/format.hpp"
+#include "fp8q/numerics/isa.hpp"
 #include "fp8q/quant/granularity.hpp"
 #include "fp8q/quant/trainium3_layout.hpp"
 
@@ -35,6 +36,8 @@ struct LayoutOptions {
   std::optional<Granularity> granularity;  // ct-fp8 and trn2 (default: row); others refuse it
   std::optional<trn3::KLayout> pack;       // trn3-mx only: pre-pack for nc_matmul_mx
   int threads = 1;                         // results do not depend on it
+  std::optional<Isa> isa;                  // force a kernel path (fp8q/numerics/isa.hpp), as
+                                           // BulkOptions::isa; default active_isa(); same results
 };
 
 // A weight to quantize: a 2-D tensor of F32, BF16 or F16.
