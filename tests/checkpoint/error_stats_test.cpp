@@ -2,14 +2,15 @@
 // kernel path against the plain definition, bit for bit.
 //   - PlainDefinition: measure_error() against the formula of error_stats.hpp and
 //     error_kernels.hpp written out here element by element (test_reference below);
-//   - StretchKernels: the AVX2 kernel (fast path and masked fallback) against the generic one
+//   - StretchKernels: each vector kernel (fast path and masked fallback) against the generic one
 //     on adversarial stretches: NaN, +/-Inf, -0, zeros, subnormals, FLT_MAX, saturating
 //     values, NaN / Inf codes, NaN / Inf / zero / subnormal / huge multipliers, per-element
 //     (MX) multipliers, every length 0..70 (odd tails), F32 / BF16 / F16, five element formats;
-//   - WholeViews: measure_error_isa() on the views the layouts make, generic vs AVX2, for
+//   - WholeViews: measure_error_isa() on the views the layouts make, generic vs each vector path, for
 //     thread counts 1..4, and under a caller's flush-to-zero / denormals-are-zero;
-//   - Scan: first_nonfinite() generic vs AVX2, each position and length.
-// The AVX2 cases are skipped on a CPU without AVX2 + F16C.
+//   - Scan: first_nonfinite() generic vs each vector path, each position and length.
+// The vector paths are those of the kernel table this CPU runs: AVX2 + F16C (also on AVX-512
+// CPUs) and NEON; a CPU with neither runs the generic cases only.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "fp8q/checkpoint/error_stats.hpp"
@@ -33,7 +35,16 @@ namespace {
 
 using detail::Stretch;
 
-bool have_avx2() { return isa_supported(Isa::kAvx2) && detail::error_kernels_avx2() != nullptr; }
+// The vector kernel tables this binary has and this CPU runs, with their ISA.
+std::vector<std::pair<Isa, const detail::ErrorKernels*>> vector_kernels() {
+  std::vector<std::pair<Isa, const detail::ErrorKernels*>> v;
+  if (isa_supported(Isa::kAvx2) && detail::error_kernels_avx2() != nullptr)
+    v.emplace_back(Isa::kAvx2, detail::error_kernels_avx2());
+  if (isa_supported(Isa::kNeon) && detail::error_kernels_neon() != nullptr)
+    v.emplace_back(Isa::kNeon, detail::error_kernels_neon());
+  return v;
+}
+std::string name_of(Isa isa) { return std::string(isa_name(isa)); }
 
 // Every field, doubles compared by their bits (so -0.0 != +0.0 and NaN payloads count).
 void expect_same(const ErrorStats& a, const ErrorStats& b, const std::string& what) {
@@ -244,16 +255,17 @@ TEST(PlainDefinition, MeasureErrorIsTheFormula) {
   }
 }
 
-TEST(WholeViews, Avx2AndEveryThreadCountGiveTheGenericBits) {
-  const bool avx2 = have_avx2();
+TEST(WholeViews, EveryPathAndThreadCountGiveTheGenericBits) {
+  const auto vector = vector_kernels();
   for (const Case& c : cases()) {
     const ErrorStats want = run(c, 1, Isa::kGeneric);
     for (int t = 1; t <= 4; ++t) {
       expect_same(run(c, t, Isa::kGeneric), want, c.name + " generic threads " + std::to_string(t));
-      if (avx2) expect_same(run(c, t, Isa::kAvx2), want, c.name + " avx2 threads " + std::to_string(t));
+      for (const auto& [isa, k] : vector)
+        expect_same(run(c, t, isa), want, c.name + " " + name_of(isa) + " threads " + std::to_string(t));
     }
   }
-  if (!avx2) GTEST_SKIP() << "no AVX2 + F16C: only the generic path ran";
+  if (vector.empty()) GTEST_SKIP() << "no vector path on this CPU: only the generic path ran";
 }
 
 // The pipeline runs ErrorMeasurement's chunks in whatever order its threads take them
@@ -261,11 +273,11 @@ TEST(WholeViews, Avx2AndEveryThreadCountGiveTheGenericBits) {
 // must be measure_error()'s whatever the order. Chunks here are run last to first, and
 // interleaved from both ends, with one shared Scratch.
 TEST(WholeViews, ChunksInAnyOrderGiveTheSameBits) {
-  const bool avx2 = have_avx2();
+  std::vector<Isa> isas = {Isa::kGeneric};
+  for (const auto& [isa, k] : vector_kernels()) isas.push_back(isa);
   for (const Case& c : cases()) {
     const auto bytes = store(c.bits, c.dtype);
-    for (Isa isa : {Isa::kGeneric, Isa::kAvx2}) {
-      if (isa == Isa::kAvx2 && !avx2) continue;
+    for (Isa isa : isas) {
       const ErrorStats want = detail::measure_error_isa(bytes, c.dtype, c.view, 1, isa);
       detail::ErrorMeasurement backwards(bytes, c.dtype, c.view, isa);
       detail::ErrorMeasurement::Scratch scratch;
@@ -295,15 +307,17 @@ TEST(WholeViews, CallerFlushToZeroChangesNothing) {
   }
   const ErrorStats want = run(c, 2, Isa::kGeneric);
   EXPECT_GT(want.sum_sq_error, 0.0);
-  ErrorStats g, a;
-  {
-    test::ScopedHostileFpEnv env(test::HostileRounding::kKeep);  // flush-to-zero
-    g = run(c, 2, Isa::kGeneric);
-    a = have_avx2() ? run(c, 2, Isa::kAvx2) : want;
-    EXPECT_EQ(test::fp_control(), env.hostile());  // the caller's environment is restored
+  std::vector<Isa> isas = {Isa::kGeneric};
+  for (const auto& [isa, k] : vector_kernels()) isas.push_back(isa);
+  for (Isa isa : isas) {
+    ErrorStats got;
+    {
+      test::ScopedHostileFpEnv env(test::HostileRounding::kKeep);  // flush-to-zero
+      got = run(c, 2, isa);
+      EXPECT_EQ(test::fp_control(), env.hostile());  // the caller's environment is restored
+    }
+    expect_same(got, want, name_of(isa) + " under FTZ/DAZ");
   }
-  expect_same(g, want, "generic under FTZ/DAZ");
-  expect_same(a, want, "avx2 under FTZ/DAZ");
 }
 
 // ---- stretch by stretch -------------------------------------------------------------------------
@@ -329,8 +343,9 @@ TEST(StretchKernels, ArithmeticDecodeHoldsForTheIeeeLikeFormats) {
   EXPECT_LT(s.decode_shift, 0);
 }
 
-TEST(StretchKernels, Avx2GivesTheGenericBitsOnAdversarialStretches) {
-  if (!have_avx2()) GTEST_SKIP() << "no AVX2 + F16C";
+TEST(StretchKernels, VectorKernelsGiveTheGenericBitsOnAdversarialStretches) {
+  const auto vector = vector_kernels();
+  if (vector.empty()) GTEST_SKIP() << "no vector path on this CPU";
   std::mt19937 rng(2024);
   int fast_candidates = 0;
   for (FormatId id : {FormatId::kE4M3FN, FormatId::kE4M3, FormatId::kE5M2, FormatId::kE4M3FNUZ, FormatId::kE5M2FNUZ}) {
@@ -370,16 +385,20 @@ TEST(StretchKernels, Avx2GivesTheGenericBitsOnAdversarialStretches) {
           s.scales = per_element ? scales.data() : nullptr;
           if (trial < 4 && s.decode_shift >= 0 && n >= 8) ++fast_candidates;
           // start from figures already gathered: the stretch adds to them
-          ErrorStats a, b;
-          a.count = b.count = 5;
-          a.sum_sq_signal = b.sum_sq_signal = 0.125;
-          a.sum_sq_error = b.sum_sq_error = 1e-9;
-          a.max_abs_error = b.max_abs_error = trial % 3 == 0 ? 0.0 : 1e-6;
+          ErrorStats a;
+          a.count = 5;
+          a.sum_sq_signal = 0.125;
+          a.sum_sq_error = 1e-9;
+          a.max_abs_error = trial % 3 == 0 ? 0.0 : 1e-6;
+          const ErrorStats before = a;
           detail::stretch_generic({&s, 1}, a);
-          detail::error_kernels_avx2()->stretch({&s, 1}, b);
-          expect_same(b, a,
-                      std::string(f.name) + " " + std::string(dtype_name(d)) + " n=" + std::to_string(n) +
-                          " trial " + std::to_string(trial));
+          for (const auto& [isa, k] : vector) {
+            ErrorStats b = before;
+            k->stretch({&s, 1}, b);
+            expect_same(b, a,
+                        name_of(isa) + " " + std::string(f.name) + " " + std::string(dtype_name(d)) +
+                            " n=" + std::to_string(n) + " trial " + std::to_string(trial));
+          }
           if (::testing::Test::HasFailure()) return;
         }
       }
@@ -388,9 +407,11 @@ TEST(StretchKernels, Avx2GivesTheGenericBitsOnAdversarialStretches) {
   EXPECT_GT(fast_candidates, 1000);
 }
 
-// Each F16 code once, as an original element: vcvtph2ps and the generic table agree.
+// Each F16 code once, as an original element: the vector widening (vcvtph2ps, fcvtl) and the
+// generic table agree.
 TEST(StretchKernels, EveryF16CodeMeasuresAlike) {
-  if (!have_avx2()) GTEST_SKIP() << "no AVX2 + F16C";
+  const auto vector = vector_kernels();
+  if (vector.empty()) GTEST_SKIP() << "no vector path on this CPU";
   std::array<float, 256> decoded{};
   for (std::size_t q = 0; q < 256; ++q) decoded[q] = decode_f32(q, kE4M3FN);
   std::vector<std::uint32_t> bits(65536);
@@ -414,17 +435,20 @@ TEST(StretchKernels, EveryF16CodeMeasuresAlike) {
     detail::arithmetic_decode(s, kE4M3FN.man_bits, kE4M3FN.bias);
     ss.push_back(s);
   }
-  ErrorStats a, b;
+  ErrorStats a;
   detail::stretch_generic(ss, a);
-  detail::error_kernels_avx2()->stretch(ss, b);
-  expect_same(b, a, "all F16 codes");
+  for (const auto& [isa, k] : vector) {
+    ErrorStats b;
+    k->stretch(ss, b);
+    expect_same(b, a, name_of(isa) + " all F16 codes");
+  }
   EXPECT_EQ(a.nonfinite, 2048u);  // exponent all ones: 2 signs x 1024 mantissas
 }
 
 // ---- the NaN / Inf scan -------------------------------------------------------------------------
 
 TEST(Scan, FirstNonfiniteIsTheFirstIndexOnEveryPath) {
-  const bool avx2 = have_avx2();
+  const auto vector = vector_kernels();
   for (DType d : {DType::kF32, DType::kBF16, DType::kF16}) {
     const std::uint32_t inf = d == DType::kF32 ? 0x7F800000u : d == DType::kBF16 ? 0x7F80u : 0x7C00u;
     const std::uint32_t nan = d == DType::kF32 ? 0xFFC00001u : d == DType::kBF16 ? 0xFFC1u : 0xFE01u;
@@ -438,7 +462,8 @@ TEST(Scan, FirstNonfiniteIsTheFirstIndexOnEveryPath) {
         const std::optional<std::uint64_t> want = at < n ? std::optional<std::uint64_t>(at) : std::nullopt;
         for (int t : test::kThreadCounts) {
           EXPECT_EQ(detail::first_nonfinite_isa(bytes, d, t, Isa::kGeneric), want) << n << " " << at;
-          if (avx2) EXPECT_EQ(detail::first_nonfinite_isa(bytes, d, t, Isa::kAvx2), want) << n << " " << at;
+          for (const auto& [isa, k] : vector)
+            EXPECT_EQ(detail::first_nonfinite_isa(bytes, d, t, isa), want) << name_of(isa) << " " << n << " " << at;
         }
         EXPECT_EQ(first_nonfinite(bytes, d, 2), want);
       }

@@ -68,8 +68,28 @@ using StretchFn = void (*)(std::span<const Stretch> stretches, ErrorStats& st);
 
 void stretch_generic(std::span<const Stretch> stretches, ErrorStats& st);
 
-// The kernel for an instruction set: the AVX2 one for kAvx2 and kAvx512 where this binary has
-// it and the CPU runs it, the generic one otherwise.
+// A stretch's running figures as the specification keeps them: the four partial sums of each
+// kind, the maximum (starting from the ErrorStats' own) and the counts.
+struct Partials {
+  double sig[4] = {}, err[4] = {};
+  double max_err = 0;
+  std::uint64_t counted = 0, nonfinite = 0, saturated = 0;
+};
+// Elements [i, s.n) of the stretch into p as the specification steps them (i a multiple of
+// 4; the vector kernels' tails), and the stretch's figures into st at its end. Throws
+// std::invalid_argument for a dtype other than F32, BF16 or F16.
+void add_elements(const Stretch& s, std::size_t i, Partials& p);
+inline void close_stretch(const Partials& p, ErrorStats& st) {
+  st.count += p.counted;
+  st.nonfinite += p.nonfinite;
+  st.saturated += p.saturated;
+  st.sum_sq_signal += (p.sig[0] + p.sig[1]) + (p.sig[2] + p.sig[3]);
+  st.sum_sq_error += (p.err[0] + p.err[1]) + (p.err[2] + p.err[3]);
+  st.max_abs_error = p.max_err;
+}
+
+// The kernel for an instruction set, as dispatch() picks it (AVX2 for kAvx2 and kAvx512, NEON
+// for kNeon, where the binary has it), the generic one otherwise.
 StretchFn stretch_kernel(Isa isa);
 
 // The first index of [begin, end) whose element is NaN or +/-Inf (end if none): the exponent
@@ -82,10 +102,17 @@ struct ErrorKernels {
   StretchFn stretch;
   ScanFn first_nonfinite;
 };
+// The vector kernels: error_stretch_kernel.hpp over xsimd, one file per ISA. Call only where
+// the ISA is supported; null where this target does not compile it.
 #if defined(FP8Q_HAVE_AVX2)
-const ErrorKernels* error_kernels_avx2();  // AVX2 + F16C: call only where Isa::kAvx2 is supported
+const ErrorKernels* error_kernels_avx2();  // AVX2 + F16C
 #else
-inline const ErrorKernels* error_kernels_avx2() { return nullptr; }  // not compiled for this target
+inline const ErrorKernels* error_kernels_avx2() { return nullptr; }
+#endif
+#if defined(FP8Q_HAVE_NEON)
+const ErrorKernels* error_kernels_neon();
+#else
+inline const ErrorKernels* error_kernels_neon() { return nullptr; }
 #endif
 
 // measure_error() cut into its fixed chunks of rows, so that a caller can run the chunks in

@@ -32,23 +32,21 @@ void ErrorStats::merge(const ErrorStats& o) {
 
 namespace detail {
 
-StretchFn stretch_kernel(Isa isa) {
-  auto avx2 = [] {
-    const ErrorKernels* k = error_kernels_avx2();
-    return k != nullptr ? k->stretch : StretchFn{};
-  };
-  return dispatch(isa, [] { return StretchFn{stretch_generic}; }, avx2, kNoKernel, kNoKernel);
+namespace {
+
+const ErrorKernels kGenericKernels{&stretch_generic, &first_nonfinite_generic};
+
+const ErrorKernels& kernels(Isa isa) {
+  return *dispatch(isa, [] { return &kGenericKernels; }, error_kernels_avx2, kNoKernel, error_kernels_neon);
 }
+
+}  // namespace
+
+StretchFn stretch_kernel(Isa isa) { return kernels(isa).stretch; }
 
 namespace {
 
-ScanFn scan_kernel(Isa isa) {
-  auto avx2 = [] {
-    const ErrorKernels* k = error_kernels_avx2();
-    return k != nullptr ? k->first_nonfinite : ScanFn{};
-  };
-  return dispatch(isa, [] { return ScanFn{first_nonfinite_generic}; }, avx2, kNoKernel, kNoKernel);
-}
+ScanFn scan_kernel(Isa isa) { return kernels(isa).first_nonfinite; }
 
 // Rows are summed in chunks of about this many elements; the chunks' sums are added in
 // order, so the split over threads never changes a bit.

@@ -1,6 +1,6 @@
 // The specification of one stretch of measure_error() (error_kernels.hpp), element by
 // element in plain C++, and the plain scan for NaN / Inf. Compiled for any x86-64 (and any
-// other target); the AVX2 kernels in error_stretch_avx2.cpp must give the same bits.
+// other target); the vector kernels (isa/error_stretch_kernel.hpp) must give the same bits.
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -35,54 +35,50 @@ float load_f16(const std::byte* p, std::size_t i) {
   return table[b];
 }
 
+// Elements [i, s.n) into p (i a multiple of 4): groups of 4 into partials 0..3, the rest
+// into partial 0.
 template <float (*Load)(const std::byte*, std::size_t)>
-void stretch(const Stretch& s, ErrorStats& st) {
-  double max_err = st.max_abs_error;
-  std::uint64_t counted = 0, nonfinite = 0, saturated = 0;
-  // Element i into the partial sums (sig, err) it is given.
-  auto add = [&](std::size_t i, double& sig, double& err) {
-    const float xv = Load(s.x, i);
-    const float sc = s.scales != nullptr ? s.scales[i] : s.scale;
-    const float xh = s.decoded[s.codes[i]] * sc;  // fp32(decode(q) * s): one rounding
+void add_elements_t(const Stretch& s, std::size_t i, Partials& out) {
+  Partials p = out;  // a local copy, kept in registers
+  auto add = [&](std::size_t j, std::size_t k) {
+    const float xv = Load(s.x, j);
+    const float sc = s.scales != nullptr ? s.scales[j] : s.scale;
+    const float xh = s.decoded[s.codes[j]] * sc;  // fp32(decode(q) * s): one rounding
     if (!(std::fabs(xv) <= FLT_MAX) || !(std::fabs(xh) <= FLT_MAX)) {  // NaN or Inf
-      ++nonfinite;
+      ++p.nonfinite;
       return;
     }
     const double x = xv, e = x - static_cast<double>(xh);
-    ++counted;
-    sig += x * x;
-    err += e * e;
-    max_err = std::max(max_err, std::fabs(e));
-    saturated += std::fabs(x) > s.clip * static_cast<double>(sc) ? 1 : 0;
+    ++p.counted;
+    p.sig[k] += x * x;
+    p.err[k] += e * e;
+    p.max_err = std::max(p.max_err, std::fabs(e));
+    p.saturated += std::fabs(x) > s.clip * static_cast<double>(sc) ? 1 : 0;
   };
-  double sig0 = 0, sig1 = 0, sig2 = 0, sig3 = 0, err0 = 0, err1 = 0, err2 = 0, err3 = 0;
-  std::size_t i = 0;
-  for (; i + 4 <= s.n; i += 4) {
-    add(i, sig0, err0);
-    add(i + 1, sig1, err1);
-    add(i + 2, sig2, err2);
-    add(i + 3, sig3, err3);
-  }
-  for (; i < s.n; ++i) add(i, sig0, err0);
-  st.count += counted;
-  st.nonfinite += nonfinite;
-  st.saturated += saturated;
-  st.sum_sq_signal += (sig0 + sig1) + (sig2 + sig3);
-  st.sum_sq_error += (err0 + err1) + (err2 + err3);
-  st.max_abs_error = max_err;
+  for (; i + 4 <= s.n; i += 4)
+    for (std::size_t k = 0; k < 4; ++k) add(i + k, k);
+  for (; i < s.n; ++i) add(i, 0);
+  out = p;
 }
 
 }  // namespace
 
+void add_elements(const Stretch& s, std::size_t i, Partials& p) {
+  switch (s.dtype) {
+    case DType::kF32: add_elements_t<load_f32>(s, i, p); break;
+    case DType::kBF16: add_elements_t<load_bf16>(s, i, p); break;
+    case DType::kF16: add_elements_t<load_f16>(s, i, p); break;
+    default:
+      throw std::invalid_argument("measure_error: dtype " + std::string(dtype_name(s.dtype)) + " is not F32, BF16 or F16");
+  }
+}
+
 void stretch_generic(std::span<const Stretch> stretches, ErrorStats& st) {
   for (const Stretch& s : stretches) {
-    switch (s.dtype) {
-      case DType::kF32: stretch<load_f32>(s, st); break;
-      case DType::kBF16: stretch<load_bf16>(s, st); break;
-      case DType::kF16: stretch<load_f16>(s, st); break;
-      default:
-        throw std::invalid_argument("measure_error: dtype " + std::string(dtype_name(s.dtype)) + " is not F32, BF16 or F16");
-    }
+    Partials p;
+    p.max_err = st.max_abs_error;
+    add_elements(s, 0, p);
+    close_stretch(p, st);
   }
 }
 
