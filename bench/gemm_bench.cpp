@@ -5,12 +5,15 @@
 // and scaled), and under trainium3_mx:1x32 and :wrapx (nc_matmul_mx, to 1024, against sgemm; wrapx
 // with the scales the hardware needs: one per wrapx group of 4 OCP blocks), each on uniform codes
 // and scales and on MX-quantized Gaussian data (_gaussian); systolic:128 with 1x128 x 128x128
-// block scales (DeepSeek-V3's, on Trainium). All measured in the same run. M = N = K, 1 and 2
-// threads.
+// block scales (DeepSeek-V3's, on Trainium); fp32_sequential on each micro-kernel this CPU runs,
+// forced (GemmOptions::micro_kernel). All measured in the same run. M = N = K, 1 and 2 threads.
 #include <cblas.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "fp8q/kernels/gemm.hpp"
@@ -50,17 +53,39 @@ Operands make(std::size_t n) {
   return o;
 }
 
-void fp8q_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model) {
+// micro: the fp32_sequential / systolic micro-kernel forced (GemmOptions::micro_kernel), else
+// this CPU's; the label names the path that ran (gemm_path).
+void fp8q_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model,
+               std::optional<std::string> micro = {}) {
   const Operands o = make(n);
   std::vector<float> d(n * n);
   const GemmArgs g{.m = n, .n = n, .k = n,
                    .a = {.format = FormatId::kE4M3FN, .codes = o.a, .granularity = Granularity::tensor(), .scale_inv = {&o.sa, 1}},
                    .b = {.format = FormatId::kE4M3FN, .codes = o.b, .granularity = Granularity::tensor(), .scale_inv = {&o.sb, 1}}};
+  GemmOptions opt{.model = model, .threads = threads};
+  opt.micro_kernel = std::move(micro);
   for (auto _ : state) {
-    gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
+    gemm(g, opt, std::span<float>(d));
     benchmark::DoNotOptimize(d.data());
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));  // flops
+  state.SetLabel(std::string(gemm_path(g, opt)));
+}
+
+// Whether this CPU runs the named micro-kernel.
+bool runs_micro(const std::string& name) {
+  const std::uint8_t one = 0x38;
+  const float s = 1.0f;
+  const GemmArgs g{.m = 1, .n = 1, .k = 1,
+                   .a = {.format = FormatId::kE4M3FN, .codes = {&one, 1}, .granularity = Granularity::tensor(), .scale_inv = {&s, 1}},
+                   .b = {.format = FormatId::kE4M3FN, .codes = {&one, 1}, .granularity = Granularity::tensor(), .scale_inv = {&s, 1}}};
+  GemmOptions opt{.model = AccumulationModel::fp32_sequential()};
+  opt.micro_kernel = name;
+  try {
+    return gemm_path(g, opt) == name;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
 }
 
 void block_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model) {
@@ -166,6 +191,10 @@ void register_gemm() {
       add_case("gemm/openblas_sgemm" + suffix, {}, [n, t](benchmark::State& s) { sgemm_case(s, n, t); });
       add_case("gemm/fp32_sequential" + suffix, {"gemm/openblas_sgemm" + suffix},
                [n, t](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::fp32_sequential()); });
+      for (const std::string micro : {"avx512bf16", "avx512", "avx2"})  // each micro-kernel forced
+        if (runs_micro(micro))
+          add_case("gemm/fp32_sequential_" + micro + suffix, {"gemm/openblas_sgemm" + suffix, "gemm/fp32_sequential" + suffix},
+                   [n, t, micro](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::fp32_sequential(), micro); });
       add_case("gemm/systolic128" + suffix, {"gemm/openblas_sgemm" + suffix},
                [n, t](benchmark::State& s) { fp8q_case(s, n, t, AccumulationModel::systolic(128)); });
       add_case("gemm/fused_hopper" + suffix, {"gemm/openblas_sgemm" + suffix},

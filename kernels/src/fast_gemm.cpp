@@ -40,15 +40,17 @@ using detail::kPairNr;
 // The bf16 pair kernel's 64-column panels (32 KiB for kKc) and its 6-row tiles fit the same
 // blocks; threads split rows in kMr panels for both.
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kNc = 64 * kNr;
-static_assert(kPairMr == kMr && kNc % kPairNr == 0 && kKc % 2 == 0);
+static_assert(kPairMr == kMr && kNc % kPairNr == 0 && kNc % detail::kWideNr == 0 && kKc % 2 == 0);
+static_assert(detail::kScaleBlock % detail::kWideNr == 0);
 static_assert(detail::kScaleBlock % kNr == 0 && detail::kScaleBlock % kPairNr == 0 && kNc % detail::kScaleBlock == 0);
 
 // Operand packing for each kind of micro-kernel: a B panel of nr columns n0.. (+0 past n_end)
 // and an A panel of mr rows m0.. (+0 past m_end), K steps kc0 .. kc0 + kc - 1, in the order the
 // kernel reads them (seq.hpp, seq_bf16.hpp).
+template <std::size_t Nr>  // kNr or kWideNr columns
 struct Fp32Panels {
   using Word = float;
-  static constexpr std::size_t mr = kMr, nr = kNr;
+  static constexpr std::size_t mr = kMr, nr = Nr;
   detail::SeqKernel kernel;
   static std::size_t depth(std::size_t kc) { return kc; }
   static void pack_b(Word* bp, const std::array<float, 256>& tb, const GemmArgs& g, std::size_t kc0, std::size_t kc,
@@ -119,7 +121,7 @@ std::size_t segment_length(const GemmArgs& g, const GemmOptions& o) {
   return std::max<std::size_t>(g.k, 1);
 }
 
-// Rows [m0, m1) of the fp32 result into out[(m - m0) * N + n]; P: Fp32Panels or Bf16PairPanels.
+// Rows [m0, m1) of the fp32 result into out[(m - m0) * N + n]; P: Fp32Panels<nr> or Bf16PairPanels.
 // fp32_sequential on plain scaling sums in out itself; a segment that fits one K chunk (systolic
 // T <= kKc, 128-K blocks) is summed in a register tile and folded into out at once; only a longer
 // systolic tile parks its partial sums in a rows x N buffer between chunks.
@@ -214,7 +216,8 @@ detail::ModelPath model_path(const GemmArgs& g, const GemmOptions& o) {
 void fast_rows(const GemmArgs& g, const GemmOptions& o, const detail::SeqMicro& micro, std::size_t m0, std::size_t m1,
                float* out) {
   if (micro.pairs != nullptr) fast_rows(g, o, Bf16PairPanels{micro.pairs}, m0, m1, out);
-  else fast_rows(g, o, Fp32Panels{micro.fp32}, m0, m1, out);
+  else if (micro.wide != nullptr) fast_rows(g, o, Fp32Panels<detail::kWideNr>{micro.wide}, m0, m1, out);
+  else fast_rows(g, o, Fp32Panels<kNr>{micro.fp32}, m0, m1, out);
 }
 
 // A thread hands its rows to a path in slabs of at most kSlabRows, so that the paths' working
@@ -222,15 +225,19 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const detail::SeqMicro& 
 // O(M x N); rows are independent, so the slabs do not change a bit.
 constexpr std::size_t kSlabRows = 8 * kMc;
 
+// The options' micro-kernel: the one forced by name, else this CPU's choice at the options' ISA.
+detail::SeqMicro chosen_micro(const GemmOptions& o) {
+  const Isa isa = resolve_isa(o.isa, "GemmOptions::isa");
+  return o.micro_kernel ? detail::seq_micro_named(*o.micro_kernel) : detail::seq_micro(isa);
+}
+
 // The fp32 result into out32, or its bf16 rounding into out16 (the other is null). micro: the
 // fast path's kernel (seq_micro() of the options' ISA when null; unused off that path).
 void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* out16,
          const detail::SeqMicro* micro = nullptr) {
   const detail::ModelPath other = model_path(g, o);
   const bool fast = vectorised(g, o);
-  const detail::SeqMicro kernel = !fast            ? detail::SeqMicro{}
-                                  : micro != nullptr ? *micro
-                                                     : detail::seq_micro(resolve_isa(o.isa, "GemmOptions::isa"));
+  const detail::SeqMicro kernel = !fast ? detail::SeqMicro{} : micro != nullptr ? *micro : chosen_micro(o);
   // Work is split by panels of kMr rows; a thread gets at least ~4 M multiply-adds (a thread
   // start costs tens of microseconds).
   const std::size_t panels = (g.m + kMr - 1) / kMr;
@@ -258,12 +265,30 @@ void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* o
 
 namespace detail {
 
+namespace {
+SeqMicro generic_micro() { return {.fp32 = seq_kernel_generic(), .name = "generic"}; }
+SeqMicro avx2_micro() { return {.fp32 = seq_kernel_avx2(), .name = "avx2"}; }
+SeqMicro avx512_micro() { return {.wide = seq_kernel_avx512(), .name = "avx512"}; }
+SeqMicro avx512bf16_micro() { return {.pairs = seq_kernel_avx512bf16(), .name = "avx512bf16"}; }
+}  // namespace
+
 SeqMicro seq_micro(Isa isa) {
-  // AVX-512 without BF16 runs the AVX2 kernel
-  return dispatch(
-      isa, [] { return SeqMicro{.fp32 = seq_kernel_generic(), .name = "generic"}; },
-      [] { return SeqMicro{.fp32 = seq_kernel_avx2(), .name = "avx2"}; },
-      [] { return SeqMicro{.pairs = seq_kernel_avx512bf16(), .name = "avx512bf16"}; }, [] { return SeqMicro{}; });
+  auto avx512 = [] {
+    if (cpu_vendor() == CpuVendor::kAmd)
+      if (SeqMicro m = avx512bf16_micro()) return m;
+    return avx512_micro();
+  };
+  return dispatch(isa, generic_micro, avx2_micro, avx512, [] { return SeqMicro{}; });
+}
+
+SeqMicro seq_micro_named(std::string_view name) {
+  for (auto make : {avx512bf16_micro, avx512_micro, avx2_micro, generic_micro})
+    if (SeqMicro m = make(); m.name == name) {
+      if (m) return m;
+      throw std::invalid_argument("GemmOptions::micro_kernel: '" + std::string(name) + "' does not run on this CPU");
+    }
+  throw std::invalid_argument("GemmOptions::micro_kernel: '" + std::string(name) +
+                              "' is not one of avx512bf16 avx512 avx2 generic");
 }
 
 void gemm_with(const GemmArgs& g, const GemmOptions& o, const SeqMicro& micro, std::span<float> out) {
@@ -271,8 +296,8 @@ void gemm_with(const GemmArgs& g, const GemmOptions& o, const SeqMicro& micro, s
   if (model_path(g, o).rows != nullptr || !vectorised(g, o))
     throw std::invalid_argument("gemm_with: model " + model_name(o.model) +
                                 " with these scalings does not take the fp32_sequential/systolic fast path");
-  if ((micro.fp32 == nullptr) == (micro.pairs == nullptr))
-    throw std::invalid_argument("gemm_with: micro must set exactly one of fp32 and pairs");
+  if ((micro.fp32 != nullptr) + (micro.wide != nullptr) + (micro.pairs != nullptr) != 1)
+    throw std::invalid_argument("gemm_with: micro must set exactly one of fp32, wide and pairs");
   run(g, o, out.data(), nullptr, &micro);
 }
 
@@ -281,7 +306,7 @@ void gemm_with(const GemmArgs& g, const GemmOptions& o, const SeqMicro& micro, s
 std::string_view gemm_path(const GemmArgs& g, const GemmOptions& o) {
   if (const detail::ModelPath p = model_path(g, o); p.rows != nullptr) return p.isa;
   if (!vectorised(g, o)) return "reference";
-  return detail::seq_micro(resolve_isa(o.isa, "GemmOptions::isa")).name;
+  return chosen_micro(o).name;
 }
 
 void gemm(const GemmArgs& g, const GemmOptions& o, std::span<float> out) {

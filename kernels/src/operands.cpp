@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "fp8q/numerics/convert.hpp"
+#include "seq_micro.hpp"
 
 namespace fp8q::detail {
 namespace {
@@ -85,6 +86,7 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
 void check_gemm(const GemmArgs& g, const GemmOptions& o, std::span<const std::byte> out, std::size_t out_size) {
   validate(o.model);
   resolve_isa(o.isa, "GemmOptions::isa");  // a forced ISA this CPU lacks is refused on every path
+  if (o.micro_kernel) seq_micro_named(*o.micro_kernel);  // likewise a forced micro-kernel
   check_operand(g.a, "a", g.m, g.k);
   check_operand(g.b, "b", g.k, g.n);
   const bool a_block = g.a.granularity.kind == GranularityKind::kBlock, b_block = g.b.granularity.kind == GranularityKind::kBlock;

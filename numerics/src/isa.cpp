@@ -25,6 +25,35 @@ bool cpu_has_f16c() {
 #endif
 }  // namespace
 
+CpuVendor cpu_vendor() {
+#if defined(FP8Q_HAVE_AVX2)
+  static const CpuVendor v = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return CpuVendor::kOther;
+    char name[13] = {};
+    for (int i = 0; i < 4; ++i) {  // EBX, EDX, ECX: "GenuineIntel", "AuthenticAMD"
+      name[i] = static_cast<char>(ebx >> (8 * i));
+      name[4 + i] = static_cast<char>(edx >> (8 * i));
+      name[8 + i] = static_cast<char>(ecx >> (8 * i));
+    }
+    const std::string_view n(name, 12);
+    return n == "GenuineIntel" ? CpuVendor::kIntel : n == "AuthenticAMD" ? CpuVendor::kAmd : CpuVendor::kOther;
+  }();
+  return v;
+#else
+  return CpuVendor::kOther;
+#endif
+}
+
+std::string_view cpu_vendor_name(CpuVendor v) {
+  switch (v) {
+    case CpuVendor::kIntel: return "intel";
+    case CpuVendor::kAmd: return "amd";
+    case CpuVendor::kOther: return "other";
+  }
+  return "?";
+}
+
 std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::kGeneric: return "generic";

@@ -1,7 +1,9 @@
-// The fp32_sequential / systolic fast path on bf16 pairs (kernels/src/isa/seq_bf16.hpp) equals
-// the scalar reference bit for bit: the driver's pair packing (odd K chunks padded with a -0
-// product) with a portable emulation of the kernel's lane arithmetic on any machine, and the
-// real AVX-512 BF16 kernel where the CPU has it (skipped, with a message, elsewhere). Shapes
+// The fp32_sequential / systolic fast path's micro-kernels equal the scalar reference bit for
+// bit. On bf16 pairs (kernels/src/isa/seq_bf16.hpp): the driver's pair packing (odd K chunks
+// padded with a -0 product) with a portable emulation of the kernel's lane arithmetic on any
+// machine, and the real AVX-512 BF16 kernel where the CPU has it (skipped, with a message,
+// elsewhere). On fp32 panels: the AVX2 kernel, the AVX-512 FMA kernel and a portable emulation
+// of its 64-column tile. The choice per CPU and the forced micro-kernel (GemmOptions). Shapes
 // with odd K, K past one 256 chunk, tiny M and N, every element format, every plain and block
 // scaling, systolic tiles from 1 to 256, cancellations, 1 and 2 threads.
 #include <gtest/gtest.h>
@@ -46,6 +48,18 @@ void emulated_kernel(std::size_t pairs, const std::uint32_t* ap, const std::uint
 }
 
 const detail::SeqMicro kEmulated{.pairs = &emulated_kernel, .name = "emulated"};
+
+// The AVX-512 FMA kernel's tile (kMr x kWideNr fp32 panels), element by element.
+void emulated_wide_kernel(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi,
+                          float* out, std::size_t ldo) {
+  using detail::kMr, detail::kWideNr;
+  for (std::size_t i = 0; i < kMr; ++i)
+    for (std::size_t j = 0; j < kWideNr; ++j) {
+      float acc = init != nullptr ? init[i * ldi + j] : 0.0f;
+      for (std::size_t k = 0; k < kc; ++k) acc = acc + ap[k * kMr + i] * bp[k * kWideNr + j];
+      out[i * ldo + j] = acc;
+    }
+}
 
 std::uint32_t bits_of(float f) { return std::bit_cast<std::uint32_t>(f); }
 
@@ -146,6 +160,64 @@ TEST(GemmBf16Pairs, Avx512Bf16KernelEqualsReference) {
 TEST(GemmBf16Pairs, Avx2KernelEqualsReference) {
   if (detail::seq_kernel_avx2() == nullptr) GTEST_SKIP() << "this CPU (or build) has no AVX2 + FMA";
   equals_reference({.fp32 = detail::seq_kernel_avx2(), .name = "avx2"});
+}
+
+TEST(GemmSeqKernels, EmulatedWideTileEqualsReference) {
+  const detail::SeqMicro wide{.wide = &emulated_wide_kernel, .name = "emulated wide"};
+  equals_reference(wide);
+  cancellations(wide);
+}
+
+TEST(GemmSeqKernels, Avx512FmaKernelEqualsReference) {
+  if (detail::seq_kernel_avx512() == nullptr) GTEST_SKIP() << "this CPU (or build) has no AVX-512";
+  const detail::SeqMicro wide{.wide = detail::seq_kernel_avx512(), .name = "avx512"};
+  equals_reference(wide);
+  cancellations(wide);
+}
+
+// At AVX-512 the pair kernel runs on AMD CPUs with AVX-512 BF16, the FMA kernel elsewhere.
+TEST(GemmSeqKernels, ChoicePerCpu) {
+  if (!isa_supported(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
+  const bool pairs = cpu_vendor() == CpuVendor::kAmd && detail::seq_kernel_avx512bf16() != nullptr;
+  EXPECT_EQ(detail::seq_micro(Isa::kAvx512).name, pairs ? "avx512bf16" : "avx512")
+      << "vendor " << cpu_vendor_name(cpu_vendor());
+}
+
+// Every micro-kernel this CPU runs, forced through GemmOptions::micro_kernel, gives the default
+// path's bits, and gemm_path names it; a name that is not a kernel, or not one this CPU runs, is
+// refused with the option's name.
+TEST(GemmSeqKernels, ForcedMicroKernel) {
+  std::mt19937_64 rng(7);
+  const Problem p = random_problem(rng, 13, 130, 300, FormatId::kE4M3FN, FormatId::kE5M2, S::kTensor, S::kPerChannel,
+                                   true, false, 50);
+  const GemmArgs g = p.args();
+  std::vector<float> want(p.m * p.n), got(p.m * p.n);
+  gemm(g, {.model = M::fp32_sequential()}, std::span<float>(want));
+  for (const char* name : {"avx512bf16", "avx512", "avx2", "generic"}) {
+    GemmOptions o{.model = M::fp32_sequential(), .threads = 2};
+    o.micro_kernel = name;
+    bool runs = true;
+    try {
+      detail::seq_micro_named(name);
+    } catch (const std::invalid_argument&) {
+      runs = false;
+    }
+    if (!runs) {
+      EXPECT_THROW(gemm(g, o, std::span<float>(got)), std::invalid_argument) << name;
+      continue;
+    }
+    EXPECT_EQ(gemm_path(g, o), name);
+    gemm(g, o, std::span<float>(got));
+    for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(bits_of(want[i]), bits_of(got[i])) << name << " at " << i;
+  }
+  GemmOptions bad{.model = M::fp32_sequential()};
+  bad.micro_kernel = "avx9";
+  try {
+    gemm(g, bad, std::span<float>(got));
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("GemmOptions::micro_kernel"), std::string::npos) << e.what();
+  }
 }
 
 // The instruction against the emulation on one tile: random decoded FP8 pairs of every format

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "fp8q/numerics/accumulation.hpp"
@@ -81,6 +82,12 @@ struct GemmOptions {
   // The fast path's instruction set, where one is forced (it must be supported); default
   // active_isa() (fp8q/numerics/isa.hpp). The result does not depend on it either.
   std::optional<Isa> isa{};
+  // The fp32_sequential / systolic fast path's micro-kernel, by the name gemm_path() gives it
+  // ("avx512bf16", "avx512", "avx2", "generic"), where one is forced (it must run on this CPU);
+  // default: the one this CPU runs fastest (docs/performance.md, "Kernels per CPU"). Where
+  // set it takes the place of `isa` on that path; other paths ignore it. The result does not
+  // depend on it.
+  std::optional<std::string> micro_kernel{};
 };
 
 // The scalar reference, written straight from the definition above (reference_dot per output).
@@ -101,7 +108,7 @@ void gemm(const GemmArgs& args, const GemmOptions& options, std::span<float> out
 void gemm(const GemmArgs& args, const GemmOptions& options, std::span<std::uint16_t> out_bf16);
 
 // Which path gemm() takes for these arguments: "avx512bf16", "avx512", "avx2", "generic" or
-// "reference".
+// "reference" (the fp32_sequential / systolic fast path: its micro-kernel).
 std::string_view gemm_path(const GemmArgs& args, const GemmOptions& options);
 
 }  // namespace fp8q

@@ -33,6 +33,13 @@ Isa active_isa();
 // active_isa().
 Isa resolve_isa(const std::optional<Isa>& forced, std::string_view option);
 
+// Whose CPU this is (the CPUID vendor string on x86-64; kOther elsewhere), for the few kernel
+// families whose faster text differs between the makers at one ISA (docs/performance.md,
+// "Kernels per CPU"). Every text gives the same bits.
+enum class CpuVendor : unsigned char { kIntel, kAmd, kOther };
+CpuVendor cpu_vendor();
+std::string_view cpu_vendor_name(CpuVendor v);  // "intel", "amd", "other"
+
 // The kernel of one family for `isa` (a supported one, as resolve_isa gives): its own entry,
 // else the next narrower one it implies, AVX-512 -> AVX2 -> generic and NEON -> generic, the
 // one fallback rule of every family. Each entry is a callable that gives the kernel (empty: a
