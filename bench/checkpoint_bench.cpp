@@ -114,7 +114,6 @@ struct Measured {
 void run_measure(benchmark::State& state, const Measured& m, std::optional<Isa> isa) {
   for (auto _ : state) benchmark::DoNotOptimize(ck::measure_error(m.original, ck::DType::kBF16, m.q.view, 1, isa).count);
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(m.original.size()));
-  state.SetLabel(std::string(isa_name(isa ? *isa : active_isa())));
 }
 
 }  // namespace

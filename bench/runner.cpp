@@ -28,6 +28,7 @@ class Collector : public benchmark::BenchmarkReporter {
       m.bytes_per_second = get("bytes_per_second");
       m.items_per_second = get("items_per_second");
       m.real_time_ms = r.GetAdjustedRealTime();
+      m.label = r.report_label;
       results.push_back(m);
     }
   }

@@ -11,6 +11,7 @@ struct Measurement {
   double bytes_per_second = 0;  // bytes read + written
   double items_per_second = 0;  // elements
   double real_time_ms = 0;      // per iteration
+  std::string label;            // what the case ran, where it says (the kernel: gemm_path, the ISA)
 };
 
 // Runs every case whose name matches `filter` (a regular expression), plus the baselines

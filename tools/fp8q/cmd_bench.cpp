@@ -54,6 +54,26 @@ std::string suited_blas_kernel() {
   return "";
 }
 
+// The CPU the figures come from: /proc/cpuinfo's model name, family and model (where Linux gives
+// them) and the maker whose kernel choices apply (docs/performance.md, "Kernels per CPU").
+std::string cpu_line() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line, model_name, family, model;
+  auto value = [](const std::string& l) {
+    const auto colon = l.find(':');
+    return colon == std::string::npos ? std::string() : l.substr(l.find_first_not_of(" \t", colon + 1));
+  };
+  while (std::getline(f, line) && !line.empty()) {  // the first processor's block
+    if (line.rfind("model name", 0) == 0) model_name = value(line);
+    else if (line.rfind("cpu family", 0) == 0) family = value(line);
+    else if (line.rfind("model\t", 0) == 0 || line.rfind("model ", 0) == 0) model = value(line);
+  }
+  std::string out = model_name.empty() ? "unknown" : model_name;
+  out += " (" + std::string(cpu_vendor_name(cpu_vendor()));
+  if (!family.empty()) out += ", family " + family + " model " + model;
+  return out + ")";
+}
+
 // Runs this command again with OPENBLAS_CORETYPE=kernel (its arguments read back from
 // /proc/self/cmdline) unless it is already set so; the environment of the caller is unchanged.
 void reexec_with_blas_kernel(const std::string& kernel) {
@@ -113,6 +133,7 @@ void run(BenchArgs a) {
   const std::string blas_line = "OpenBLAS kernel: " + bench::openblas_kernel() + " (OPENBLAS_CORETYPE " +
                                 (coretype != nullptr && *coretype != 0 ? std::string(coretype) : "unset") + ")";
   if (!a.json) {
+    std::printf("cpu: %s\n", cpu_line().c_str());
     std::printf("isa: %s; figures are medians of %d repetitions; ratio = case / baseline\n",
                 std::string(isa_name(active_isa())).c_str(), a.repetitions);
     if (blas) std::printf("%s\n", blas_line.c_str());
@@ -125,6 +146,7 @@ void run(BenchArgs a) {
                      {"bytes_per_second", m.bytes_per_second},
                      {"items_per_second", m.items_per_second},
                      {"ms_per_iteration", m.real_time_ms},
+                     {"ran", m.label},
                      {"baselines", nlohmann::json::array()}};
     if (!a.json) {
       // cases that move no counted bytes (searches, GEMMs) show their time per iteration
@@ -148,6 +170,7 @@ void run(BenchArgs a) {
       first = false;
     }
     if (!a.json && first) std::printf("\n");
+    if (!a.json && !m.label.empty()) std::printf("%55s(%s)\n", "", m.label.c_str());
     out.push_back(j);
   }
   if (a.json) std::printf("%s\n", out.dump(2).c_str());
