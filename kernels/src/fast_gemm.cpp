@@ -37,8 +37,9 @@ using detail::kPairNr;
 // Cache blocking: a kKc x kNr B panel (16 KiB) stays in L1 while the kMc x kKc A block
 // (96 KiB) streams from L2; the kKc x kNc B block (1 MiB) sits in L2/L3. A wide kNc means A
 // is decoded and packed fewer times (once per column block).
-// The bf16 pair kernel's 64-column panels (32 KiB for kKc) and its 6-row tiles fit the same
-// blocks; threads split rows in kMr panels for both.
+// The bf16 pair kernel's 64-column panels (32 KiB for kKc), the AVX-512 FMA kernel's (64 KiB,
+// streamed from L2 at 256 bytes per 24 FMAs) and their 6-row tiles fit the same blocks;
+// threads split rows in kMr panels for all.
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kNc = 64 * kNr;
 static_assert(kPairMr == kMr && kNc % kPairNr == 0 && kNc % detail::kWideNr == 0 && kKc % 2 == 0);
 static_assert(detail::kScaleBlock % detail::kWideNr == 0);
