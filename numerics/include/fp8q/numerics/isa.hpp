@@ -4,7 +4,8 @@
 // (<module>/src/isa/); the choice is made at run time, from the CPU. The default build
 // therefore runs on any x86-64 (or aarch64) CPU. FP8Q_ISA=generic|avx2|avx512|neon in the
 // environment caps the choice, and an option of the call (BulkOptions::isa, GemmOptions::isa,
-// HistogramOptions::isa) forces one (for tests and benchmarks; never needed for correctness).
+// HistogramOptions::isa, LayoutOptions::isa, measure_error's isa) forces one (for tests and
+// benchmarks; never needed for correctness).
 // Every module picks its kernel with dispatch() below: one table, one fallback rule.
 #pragma once
 
