@@ -175,6 +175,61 @@ def test_module_filter_and_the_parameters_kept():
     assert m[0].weight is w  # the same Parameter: an optimizer built before still updates it
 
 
+def test_a_recipe_name_is_the_named_recipe():
+    torch.manual_seed(0)
+    by_name = torch.nn.Sequential(torch.nn.Linear(64, 32))
+    by_recipe = copy.deepcopy(by_name)
+    convert_to_float8_training(by_name, recipe="rowwise")
+    convert_to_float8_training(by_recipe, recipe=recipe("rowwise"))
+    assert by_name[0].recipe == recipe("rowwise")
+    x = torch.randn(16, 64)
+    assert torch.equal(by_name(x), by_recipe(x))
+    assert Float8Linear(64, 32, recipe="blockwise").recipe == recipe("blockwise")
+
+
+def _untouched(m: torch.nn.Module) -> bool:
+    return all(type(c) is not Float8Linear for c in m.modules())
+
+
+@pytest.mark.parametrize("argument, value, error, words", [
+    ("recipe", 3, TypeError, "recipe must be a fp8q.training.Recipe or one of the names tensorwise"),
+    ("recipe", {"x": None}, TypeError, "recipe must be"),
+    ("recipe", "nope", ValueError, "no recipe named 'nope'"),
+    ("module_filter_fn", "all", TypeError, "module_filter_fn must be callable"),
+    ("process_group", "world", TypeError, "process_group must be a torch.distributed.ProcessGroup"),
+])
+def test_convert_refuses_bad_arguments_before_swapping_a_layer(argument, value, error, words):
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+    with pytest.raises(error, match=words):
+        convert_to_float8_training(m, **{argument: value})
+    assert _untouched(m)
+
+
+def test_convert_refuses_a_model_that_is_not_a_module():
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module, not list"):
+        convert_to_float8_training([torch.nn.Linear(8, 8)])
+
+
+@pytest.mark.parametrize("argument, value, error, words", [
+    ("recipe", 1.5, TypeError, "recipe must be"),
+    ("recipe", "nope", ValueError, "no recipe named"),
+    ("process_group", 0, TypeError, "process_group must be"),
+    ("layer_id", "0", TypeError, "layer_id must be an int, not str"),
+    ("layer_id", True, TypeError, "layer_id must be an int, not bool"),
+    ("layer_id", -1, ValueError, "layer_id = -1 must be >= 0"),
+])
+def test_float8_linear_refuses_bad_arguments(argument, value, error, words):
+    with pytest.raises(error, match=words):
+        Float8Linear(8, 4, **{argument: value})
+    with pytest.raises(error, match=words):
+        Float8Linear.from_linear(torch.nn.Linear(8, 4), **{argument: value})
+
+
+def test_from_linear_refuses_a_module_that_is_not_linear():
+    with pytest.raises(TypeError, match="module must be a torch.nn.Linear, not Conv1d"):
+        Float8Linear.from_linear(torch.nn.Conv1d(4, 4, 1))
+
+
 @pytest.mark.parametrize("name", ["tensorwise", "delayed", "mxfp8_rceil"])
 def test_compiled_model_gives_eagers_bits(name):
     r = recipe(name, history_length=4)

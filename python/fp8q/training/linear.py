@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import torch
 import torch.distributed as dist
@@ -30,7 +30,7 @@ import torch.distributed as dist
 from ..conversion import amax, scale_from_amax
 from ..matmul import _granularity, linear, matmul
 from ..quantized import QuantizedTensor, quantize
-from .recipes import ROLES, Cast, Recipe, recipe as named_recipe
+from .recipes import RECIPES, ROLES, Cast, Recipe, recipe as named_recipe
 
 _ROLE_ID = {"x": 1, "w": 2, "dy": 3, "w_t": 4, "dy_t": 5, "x_t": 6}
 _MASK = (1 << 64) - 1
@@ -205,21 +205,51 @@ class _Float8LinearFunction(torch.autograd.Function):
         return dx.reshape(x_shape), dw, db, None, None
 
 
+def _recipe_arg(recipe: Union[Recipe, str, None], name: str = "recipe") -> Recipe:
+    """A Recipe, a recipe's name (RECIPES) or None (tensorwise); TypeError naming ``name`` else."""
+    if recipe is None:
+        return named_recipe("tensorwise")
+    if isinstance(recipe, str):
+        return named_recipe(recipe)  # ValueError listing the names for an unknown one
+    if not isinstance(recipe, Recipe):
+        raise TypeError(f"{name} must be a fp8q.training.Recipe or one of the names {', '.join(RECIPES)}, "
+                        f"not {type(recipe).__name__}")
+    return recipe
+
+
+def _process_group_arg(group: object, name: str = "process_group") -> Optional["dist.ProcessGroup"]:
+    if group is not None and dist.is_available() and not isinstance(group, dist.ProcessGroup):
+        raise TypeError(f"{name} must be a torch.distributed.ProcessGroup or None, not {type(group).__name__}")
+    return group  # type: ignore[return-value]
+
+
+def _layer_id_arg(layer_id: object) -> int:
+    if isinstance(layer_id, bool) or not isinstance(layer_id, int):
+        raise TypeError(f"layer_id must be an int, not {type(layer_id).__name__}")
+    if layer_id < 0:
+        raise ValueError(f"layer_id = {layer_id} must be >= 0")
+    return layer_id
+
+
 class Float8Linear(torch.nn.Linear):
     """A drop-in ``nn.Linear`` whose GEMMs are the recipe's (recipes.py).
 
-    ``process_group``: where per-tensor amaxes are all-reduced (MAX); default the world when
-    torch.distributed is initialised. ``layer_id`` keys stochastic rounding (convert_to_float8_training
-    numbers the layers in module order).
+    ``recipe``: a Recipe or a recipe's name (``RECIPES``; default tensorwise). ``process_group``:
+    where per-tensor amaxes are all-reduced (MAX); default the world when torch.distributed is
+    initialised. ``layer_id`` keys stochastic rounding (convert_to_float8_training numbers the
+    layers in module order). An argument of the wrong type raises TypeError naming it.
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, recipe: Optional[Recipe] = None,
-                 process_group: Optional["dist.ProcessGroup"] = None, layer_id: int = 0,
-                 device: Optional[torch.device] = None, dtype: Optional[torch.dtype] = None):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
+                 recipe: Union[Recipe, str, None] = None, process_group: Optional["dist.ProcessGroup"] = None,
+                 layer_id: int = 0, device: Optional[torch.device] = None, dtype: Optional[torch.dtype] = None):
+        r = _recipe_arg(recipe)
+        group = _process_group_arg(process_group)
+        layer = _layer_id_arg(layer_id)
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
-        self.recipe = recipe if recipe is not None else named_recipe("tensorwise")
-        self.process_group = process_group
-        self.fp8_layer_id = layer_id
+        self.recipe = r
+        self.process_group = group
+        self.fp8_layer_id = layer
         self._init_state(device)
 
     def _init_state(self, device: Optional[torch.device]) -> None:
@@ -234,9 +264,11 @@ class Float8Linear(torch.nn.Linear):
                 self.register_buffer(f"fp8_scale_{name}", torch.ones(1, dtype=torch.float32, device=device))
 
     @classmethod
-    def from_linear(cls, module: torch.nn.Linear, recipe: Optional[Recipe] = None, *,
+    def from_linear(cls, module: torch.nn.Linear, recipe: Union[Recipe, str, None] = None, *,
                     process_group: Optional["dist.ProcessGroup"] = None, layer_id: int = 0) -> "Float8Linear":
         """A Float8Linear holding ``module``'s own weight and bias Parameters (not copies)."""
+        if not isinstance(module, torch.nn.Linear):
+            raise TypeError(f"module must be a torch.nn.Linear, not {type(module).__name__}")
         with torch.device("meta"):
             new = cls(module.in_features, module.out_features, module.bias is not None, recipe=recipe,
                       process_group=process_group, layer_id=layer_id)
@@ -273,14 +305,22 @@ class Float8Linear(torch.nn.Linear):
 def convert_to_float8_training(
     model: torch.nn.Module,
     *,
-    recipe: Optional[Recipe] = None,
+    recipe: Union[Recipe, str, None] = None,
     module_filter_fn: Optional[Callable[[torch.nn.Module, str], bool]] = None,
     process_group: Optional["dist.ProcessGroup"] = None,
 ) -> torch.nn.Module:
     """Swaps every ``nn.Linear`` of ``model`` that ``module_filter_fn(module, fqn)`` accepts
     (default: all) for a Float8Linear with the same Parameters, in place; returns ``model``.
-    The call shape is torchao's ``convert_to_float8_training``."""
-    r = recipe if recipe is not None else named_recipe("tensorwise")
+    ``recipe`` is a Recipe or a recipe's name (``RECIPES``; default tensorwise). The call shape
+    is torchao's ``convert_to_float8_training``. Every argument is checked before any layer is
+    swapped: a wrong type raises TypeError naming it, an unknown recipe name ValueError."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
+    r = _recipe_arg(recipe)
+    if module_filter_fn is not None and not callable(module_filter_fn):
+        raise TypeError(f"module_filter_fn must be callable (module, fqn) -> bool or None, "
+                        f"not {type(module_filter_fn).__name__}")
+    _process_group_arg(process_group)
     counter = [0]
 
     def swap(parent: torch.nn.Module, prefix: str) -> None:
