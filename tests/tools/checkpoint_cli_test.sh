@@ -43,6 +43,7 @@ done
 for layout in hf-fp8 ct-fp8 ct-mxfp8 trn2 trn3-mx; do
   check "quantize $layout" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-$layout" --layout "$layout"
   expect "$layout report has SQNR" grep -q 'SQNR' "$tmp/out"
+  expect "$layout report says smaller" grep -q 'x smaller)' "$tmp/out"
   expect "$layout plain progress lines (not a terminal)" grep -q '^\[1/6\]' "$tmp/err"
   check "verify $layout" 0 '' -- "$fp8q" verify "$tmp/q-$layout" --against "$tmp/model"
   expect "verify $layout OK" grep -q 'verify: OK' "$tmp/out"
@@ -84,6 +85,7 @@ expect "inspect shows quant_method" grep -q '"quant_method": "fp8"' "$tmp/out"
 check "inspect --json file" 0 '' -- "$fp8q" inspect "$tmp/model/model.safetensors" --json
 expect "inspect --json parses" "$py" -c 'import json,sys; assert len(json.load(open(sys.argv[1]))["tensors"]) == 6' "$tmp/out"
 check "trn3-mx --pack wrapX" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-wrapx" --layout trn3-mx --pack wrapX
+expect "a packed model that grew says larger, and why" grep -q 'x larger: [0-9]* quantized weights* \(is\|are\) padded to the layout.s whole tiles' "$tmp/out"
 check "verify wrapX" 0 '' -- "$fp8q" verify "$tmp/q-wrapx" --against "$tmp/model"
 
 # thread count: the same bytes

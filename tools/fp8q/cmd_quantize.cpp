@@ -8,6 +8,7 @@
 // on a terminal, one line per tensor otherwise); the report goes to stdout.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -94,10 +95,25 @@ void print_report(const std::vector<ck::TensorReport>& tensors, const ck::Summar
                   shape_text(t.shape).c_str(), why ? " (" : "", why ? t.reason.c_str() : "", why ? ")" : "");
     }
   }
-  std::printf("\n%zu tensors: %zu quantized, %zu kept; %s -> %s (%.2fx smaller) in %.2f s\n", sum.tensors, sum.quantized,
-              sum.kept, bytes_text(static_cast<double>(sum.in_bytes)).c_str(),
-              bytes_text(static_cast<double>(sum.out_bytes)).c_str(),
-              sum.out_bytes ? static_cast<double>(sum.in_bytes) / static_cast<double>(sum.out_bytes) : 0.0, sum.seconds);
+  // A quantized weight takes more bytes than its original only where a packed layout pads it to
+  // whole tiles (trn3-mx --pack: K to multiples of 512; docs/checkpoints.md).
+  char change[160];
+  if (sum.out_bytes <= sum.in_bytes) {
+    std::snprintf(change, sizeof change, "%.2fx smaller",
+                  sum.out_bytes ? static_cast<double>(sum.in_bytes) / static_cast<double>(sum.out_bytes) : 0.0);
+  } else {
+    std::size_t grew = 0;
+    for (const auto& t : tensors) grew += t.quantized && t.out_bytes > t.in_bytes ? 1 : 0;
+    const double ratio = static_cast<double>(sum.out_bytes) / static_cast<double>(std::max<std::uint64_t>(sum.in_bytes, 1));
+    if (grew > 0)
+      std::snprintf(change, sizeof change, "%.2fx larger: %zu quantized weight%s padded to the layout's whole tiles",
+                    ratio, grew, grew == 1 ? " is" : "s are");
+    else
+      std::snprintf(change, sizeof change, "%.2fx larger", ratio);
+  }
+  std::printf("\n%zu tensors: %zu quantized, %zu kept; %s -> %s (%s) in %.2f s\n", sum.tensors, sum.quantized, sum.kept,
+              bytes_text(static_cast<double>(sum.in_bytes)).c_str(), bytes_text(static_cast<double>(sum.out_bytes)).c_str(),
+              change, sum.seconds);
   if (sum.quantized)
     std::printf("quantized weights overall: SQNR %.2f dB, max |err| %.4g, relative error %.4g, saturated %.2e\n",
                 sum.stats.sqnr_db(), sum.stats.max_abs_error, sum.stats.relative_error(), sum.stats.fraction_saturated());
