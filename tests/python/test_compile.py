@@ -13,6 +13,7 @@ import torch
 
 import fp8q
 import fp8q.training  # noqa: F401  (registers fp8q::bias_grad)
+from op_samples import op_samples
 
 
 def step(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -63,48 +64,7 @@ def test_compile_with_out():
     assert torch.equal(o1.view(torch.uint8), o2.view(torch.uint8))
 
 
-def _samples():
-    # opcheck's schema test runs torch arithmetic on the inputs, which torch lacks for float8 on
-    # the CPU, so codes go in as uint8 with their format named (the float8 dtypes are traced by
-    # the compile tests above)
-    g = torch.Generator().manual_seed(3)
-    x = torch.randn(4, 64, generator=g)
-    codes = x.to(torch.float8_e4m3fn).view(torch.uint8)
-    h = torch.ops.fp8q.histogram_observe(torch.ops.fp8q.histogram_new(64, 8), x)
-    mx_codes, mx_scales = torch.ops.fp8q.quantize(x, "e4m3fn", "mx")
-    image = torch.ops.fp8q.pack_x4(torch.zeros(16, 8, dtype=torch.uint8), "float8_e4m3fn_x4")
-    return [
-        (torch.ops.fp8q.convert.default, (x, "e4m3fn"), dict(rounding="sr", seed=3)),
-        (torch.ops.fp8q.convert.default, (codes, "f32", "e4m3fn"), {}),
-        (torch.ops.fp8q.convert_into.default, (x, "e4m3"), dict(out=torch.empty(4, 64, dtype=torch.uint8))),
-        (torch.ops.fp8q.amax.default, (x, "row"), {}),
-        (torch.ops.fp8q.scale_from_amax.default, (x.abs(), "e5m2"), {}),
-        (torch.ops.fp8q.cast_transpose.default, (x, "e4m3fn"), {}),
-        (torch.ops.fp8q.quantize.default, (x, "e2m1", "mx"), {}),
-        (torch.ops.fp8q.quantize.default, (x.half(), "e4m3", "block2x32"), {}),
-        (torch.ops.fp8q.dequantize.default, (mx_codes.view(torch.uint8), mx_scales.view(torch.uint8), "mx", "e4m3fn"),
-         {}),
-        (torch.ops.fp8q.quantize_scaled.default, (x, "e4m3", torch.tensor([2.0])), dict(rounding="sr", seed=1)),
-        (torch.ops.fp8q.delayed_update.default, (torch.rand(4, generator=g), torch.ones(1), torch.tensor(3.0), "e5m2"),
-         dict(algorithm="most_recent", margin=1)),
-        (torch.ops.fp8q.bias_grad.default, (x, torch.bfloat16), {}),
-        (torch.ops.fp8q.histogram_observe.default, (h, x), {}),
-        (torch.ops.fp8q.histogram_merge.default, (h, h), {}),
-        (torch.ops.fp8q.calibrate.default, (h, "mse", "e4m3fn"), {}),
-        (torch.ops.fp8q.matmul.default, (codes, codes.t().contiguous(), "ocp", "e4m3fn", "e4m3fn"), {}),
-        (torch.ops.fp8q.nc_matmul.default, (codes, codes, "e4m3fn", "e4m3fn"), {}),
-        (torch.ops.fp8q.nc_matmul_mx.default, (image, torch.zeros(16, 2, dtype=torch.uint8), image,
-                                               torch.zeros(16, 2, dtype=torch.uint8), "float8_e4m3fn_x4",
-                                               "float8_e4m3fn_x4"), {}),
-        (torch.ops.fp8q.trn3_pack_codes.default, (codes, "wrapX"), {}),
-        (torch.ops.fp8q.trn3_pack_scales.default, (torch.zeros(2, 4, dtype=torch.uint8), "1x32", 64), {}),
-        (torch.ops.fp8q.pack_x4.default, (codes, "float8_e4m3fn_x4"), {}),
-        (torch.ops.fp8q.compare.default, (x, torch.nextafter(x, torch.zeros(())), "", 1, 3), {}),
-        (torch.ops.fp8q.compare.default, (codes, codes ^ 1, "e4m3fn"), dict(worst=2)),
-    ]
-
-
-@pytest.mark.parametrize("op, args, kwargs", _samples(), ids=lambda v: getattr(v, "__name__", None))
+@pytest.mark.parametrize("op, args, kwargs", op_samples(), ids=lambda v: getattr(v, "__name__", None))
 def test_opcheck(op, args, kwargs):
     torch.library.opcheck(op, args, kwargs, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
 

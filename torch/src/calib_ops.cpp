@@ -23,8 +23,8 @@ at::Tensor state_tensor(const std::vector<std::uint64_t>& w, const at::Tensor* l
   return t;
 }
 
+// A histogram's state words: int64, 1-D (dense() first).
 void check_state(const at::Tensor& s, const char* arg) {
-  check_tensor(s, arg);
   check_dtype(s, at::kLong, arg);
   check_dims(s, 1, arg);
 }
@@ -51,10 +51,10 @@ at::Tensor histogram_new(std::int64_t bins, std::int64_t tail) {
   });
 }
 
-at::Tensor histogram_observe(const at::Tensor& state, const at::Tensor& x) {
+at::Tensor histogram_observe(const at::Tensor& state_in, const at::Tensor& x_in) {
   return guarded("histogram_observe", [&] {
+    const at::Tensor state = dense(state_in, "state"), x = dense(x_in, "x");
     check_state(state, "state");
-    check_tensor(x, "x");
     check_same_device(x, state, "x", "state");
     const Format& from = source_format(x, "x");
     if (!compute(state)) return at::empty(state.sizes(), state.options());
@@ -77,8 +77,9 @@ at::Tensor histogram_observe(const at::Tensor& state, const at::Tensor& x) {
   });
 }
 
-at::Tensor histogram_merge(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor histogram_merge(const at::Tensor& a_in, const at::Tensor& b_in) {
   return guarded("histogram_merge", [&] {
+    const at::Tensor a = dense(a_in, "a"), b = dense(b_in, "b");
     check_state(a, "a");
     check_state(b, "b");
     check_same_device(b, a, "b", "a");
@@ -91,9 +92,10 @@ at::Tensor histogram_merge(const at::Tensor& a, const at::Tensor& b) {
   });
 }
 
-at::Tensor calibrate(const at::Tensor& state, std::string_view method, std::string_view format, double percentile,
+at::Tensor calibrate(const at::Tensor& state_in, std::string_view method, std::string_view format, double percentile,
                      std::int64_t margin, double amax_epsilon, bool power_of_two) {
   return guarded("calibrate", [&] {
+    const at::Tensor state = dense(state_in, "state");
     check_state(state, "state");
     const auto m = calib::parse_method(method);
     TORCH_CHECK_VALUE(m.has_value(), "method: unknown '", std::string(method),

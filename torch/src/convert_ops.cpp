@@ -25,7 +25,6 @@ struct ConvertCall {
 ConvertCall convert_call(const at::Tensor& x, std::string_view to, std::string_view from, std::string_view rounding,
                          std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset,
                          const std::optional<at::Tensor>& scale, std::string_view scale_op) {
-  check_tensor(x, "x");
   ConvertCall c;
   c.src = resolve_format(x, from, "x");
   c.dst = parse_format_arg(to, "to");
@@ -60,10 +59,11 @@ void run_convert(const at::Tensor& x, const ConvertCall& c, at::Tensor& out) {
 }
 }  // namespace
 
-at::Tensor convert(const at::Tensor& x, std::string_view to, std::string_view from, std::string_view rounding,
+at::Tensor convert(const at::Tensor& x_in, std::string_view to, std::string_view from, std::string_view rounding,
                    std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset,
                    const std::optional<at::Tensor>& scale, std::string_view scale_op) {
   return guarded("convert", [&] {
+    const at::Tensor x = dense(x_in, "x");
     const ConvertCall c = convert_call(x, to, from, rounding, overflow, nan, seed, offset, scale, scale_op);
     at::Tensor out = new_output(c.out_shape, x.options().dtype(dtype_of(c.dst)));
     run_convert(x, c, out);
@@ -71,10 +71,11 @@ at::Tensor convert(const at::Tensor& x, std::string_view to, std::string_view fr
   });
 }
 
-void convert_into(const at::Tensor& x, std::string_view to, std::string_view from, std::string_view rounding,
+void convert_into(const at::Tensor& x_in, std::string_view to, std::string_view from, std::string_view rounding,
                   std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset,
                   const std::optional<at::Tensor>& scale, std::string_view scale_op, at::Tensor& out) {
   guarded("convert", [&] {
+    const at::Tensor x = dense(x_in, "x");
     const ConvertCall c = convert_call(x, to, from, rounding, overflow, nan, seed, offset, scale, scale_op);
     check_tensor(out, "out");
     check_same_device(out, x, "out", "x");
@@ -90,9 +91,9 @@ void convert_into(const at::Tensor& x, std::string_view to, std::string_view fro
   });
 }
 
-at::Tensor amax(const at::Tensor& x, std::string_view granularity) {
+at::Tensor amax(const at::Tensor& x_in, std::string_view granularity) {
   return guarded("amax", [&] {
-    check_tensor(x, "x");
+    const at::Tensor x = dense(x_in, "x");
     const Format& from = source_format(x, "x");
     const Granularity g = parse_granularity_arg(granularity);
     const auto shape = unsigned_shape(x.sizes());
@@ -105,10 +106,10 @@ at::Tensor amax(const at::Tensor& x, std::string_view granularity) {
   });
 }
 
-at::Tensor scale_from_amax(const at::Tensor& amax, std::string_view format, std::string_view scale_op,
+at::Tensor scale_from_amax(const at::Tensor& amax_in, std::string_view format, std::string_view scale_op,
                            std::int64_t margin, double amax_epsilon, bool power_of_two) {
   return guarded("scale_from_amax", [&] {
-    check_tensor(amax, "amax");
+    const at::Tensor amax = dense(amax_in, "amax");
     check_dtype(amax, at::kFloat, "amax");
     const Format& target = format_of(parse_format_arg(format, "format"));
     const ScaleOp op = parse_scale_op_arg(scale_op);
@@ -123,13 +124,13 @@ at::Tensor scale_from_amax(const at::Tensor& amax, std::string_view format, std:
   });
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> cast_transpose(const at::Tensor& x, std::string_view to,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cast_transpose(const at::Tensor& x_in, std::string_view to,
                                                               const std::optional<at::Tensor>& scale,
                                                               std::string_view rounding, std::string_view overflow,
                                                               std::string_view nan, std::int64_t seed,
                                                               std::int64_t offset) {
   return guarded("cast_transpose", [&] {
-    check_tensor(x, "x");
+    const at::Tensor x = dense(x_in, "x");
     check_dims(x, 2, "x");
     const Format& from = source_format(x, "x");
     const FormatId dst = parse_format_arg(to, "to");

@@ -25,15 +25,15 @@ struct Operand {
 // The scales of granularity g on an operand [rows, cols]: the block grid's shape (gemm.hpp); a
 // per-tensor scale may be absent (a multiplier of 1), 0-d or one element in any shape, a
 // per-channel one also 1-D.
-void load_scales(Operand& op, const Granularity& g, const std::optional<at::Tensor>& t, std::int64_t rows,
+void load_scales(Operand& op, const Granularity& g, const std::optional<at::Tensor>& t_in, std::int64_t rows,
                  std::int64_t cols, const at::Tensor& ref, const char* arg) {
   const bool tensor = g.kind == GranularityKind::kTensor, mx = g.kind == GranularityKind::kMx;
-  if (tensor && !t.has_value()) return;
+  if (tensor && !t_in.has_value()) return;
   const BlockGrid grid = block_grid(g, {static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)});
   const std::vector<std::int64_t> want{static_cast<std::int64_t>(grid.grid_rows()), static_cast<std::int64_t>(grid.grid_cols())};
-  TORCH_CHECK_VALUE(t.has_value(), arg, " is missing: granularity ", granularity_name(g), " needs scales of shape ",
+  TORCH_CHECK_VALUE(t_in.has_value(), arg, " is missing: granularity ", granularity_name(g), " needs scales of shape ",
                     shape_text(want));
-  check_tensor(*t, arg);
+  const std::optional<at::Tensor> t = dense(t_in, arg);
   check_same_device(*t, ref, arg, "a");
   if (mx)
     check_e8m0(*t, arg);
@@ -54,14 +54,14 @@ void load_scales(Operand& op, const Granularity& g, const std::optional<at::Tens
 }
 }  // namespace
 
-at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view profile, std::string_view a_format,
+at::Tensor matmul(const at::Tensor& a_in, const at::Tensor& b_in, std::string_view profile, std::string_view a_format,
                   std::string_view b_format, std::string_view a_granularity, const std::optional<at::Tensor>& a_scale,
                   std::string_view b_granularity, const std::optional<at::Tensor>& b_scale,
-                  const std::optional<at::Tensor>& c, const std::optional<at::Tensor>& bias, std::string_view model,
+                  const std::optional<at::Tensor>& c_in, const std::optional<at::Tensor>& bias_in, std::string_view model,
                   at::ScalarType out_dtype, bool trainium, std::string_view c_role) {
   return guarded("matmul", [&] {
-    check_tensor(a, "a");
-    check_tensor(b, "b");
+    const at::Tensor a = dense(a_in, "a"), b = dense(b_in, "b");
+    const std::optional<at::Tensor> c = dense(c_in, "c"), bias = dense(bias_in, "bias");
     check_same_device(b, a, "b", "a");
     check_dims(a, 2, "a");
     check_dims(b, 2, "b");
@@ -95,13 +95,13 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
     load_scales(ob, gb, b_scale, k, n, a, "b_scale");
     std::span<const float> cv, bv;
     if (c) {
-      check_tensor(*c, "c");
+      check_same_device(*c, a, "c", "a");
       check_dtype(*c, at::kFloat, "c");
       TORCH_CHECK_VALUE(c->dim() == 2 && c->size(0) == m && c->size(1) == n, "c has shape ", shape_text(c->sizes()),
                         "; expected [", m, ", ", n, "]");
     }
     if (bias) {
-      check_tensor(*bias, "bias");
+      check_same_device(*bias, a, "bias", "a");
       check_dtype(*bias, at::kFloat, "bias");
       TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == n, "bias has shape ", shape_text(bias->sizes()),
                         "; expected [", n, "]");

@@ -24,14 +24,14 @@ std::string granularity(std::string_view name, bool transpose) {
   return granularity_name(transpose ? transposed(g) : g);
 }
 
-std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_view format,
+std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x_in, std::string_view format,
                                             std::string_view granularity, std::string_view scale_op,
                                             std::int64_t margin, double amax_epsilon, bool power_of_two,
                                             std::string_view mx_rule, std::string_view rounding,
                                             std::string_view overflow, std::string_view nan, std::int64_t seed,
                                             std::int64_t offset) {
   return guarded("quantize", [&] {
-    check_tensor(x, "x");
+    const at::Tensor x = dense(x_in, "x");
     const Format& from = source_format(x, "x");
     QuantizeOptions o;
     o.element = parse_format_arg(format, "format");
@@ -63,11 +63,10 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
   });
 }
 
-at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::string_view granularity,
+at::Tensor dequantize(const at::Tensor& codes_in, const at::Tensor& scales_in, std::string_view granularity,
                       std::string_view format, at::ScalarType dtype) {
   return guarded("dequantize", [&] {
-    check_tensor(codes, "codes");
-    check_tensor(scales, "scales");
+    const at::Tensor codes = dense(codes_in, "codes"), scales = dense(scales_in, "scales");
     check_same_device(scales, codes, "scales", "codes");
     QuantizedRef q;
     q.element = resolve_format(codes, format, "codes");

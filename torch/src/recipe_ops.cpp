@@ -17,13 +17,12 @@ namespace fp8q::torch {
 
 using namespace detail;
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_scaled(const at::Tensor& x, std::string_view format,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_scaled(const at::Tensor& x_in, std::string_view format,
                                                                 const at::Tensor& scale, std::string_view rounding,
                                                                 std::int64_t seed, std::int64_t offset) {
   return guarded("quantize_scaled", [&] {
-    check_tensor(x, "x");
-    check_tensor(scale, "scale");
-    check_same_device(scale, x, "scale", "x");
+    const at::Tensor x = dense(x_in, "x");
+    check_same_device(dense(scale, "scale"), x, "scale", "x");
     const Format& from = source_format(x, "x");
     const FormatId to = parse_format_arg(format, "format");
     TORCH_CHECK_VALUE(is_narrow(to) && to != FormatId::kE8M0 && to != FormatId::kE2M1, "format: ",
@@ -42,13 +41,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_scaled(const at::Tensor&
   });
 }
 
-std::tuple<at::Tensor, at::Tensor> delayed_update(const at::Tensor& history, const at::Tensor& scale,
-                                                  const at::Tensor& amax, std::string_view format,
+std::tuple<at::Tensor, at::Tensor> delayed_update(const at::Tensor& history_in, const at::Tensor& scale_in,
+                                                  const at::Tensor& amax_in, std::string_view format,
                                                   std::string_view algorithm, std::int64_t margin, bool power_of_two) {
   return guarded("delayed_update", [&] {
-    check_tensor(history, "history");
-    check_tensor(scale, "scale");
-    check_tensor(amax, "amax");
+    const at::Tensor history = dense(history_in, "history"), scale = dense(scale_in, "scale"),
+                     amax = dense(amax_in, "amax");
     check_dtype(history, at::kFloat, "history");
     check_dtype(scale, at::kFloat, "scale");
     check_dtype(amax, at::kFloat, "amax");

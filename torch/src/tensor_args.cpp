@@ -122,13 +122,29 @@ ConvertOptions convert_options(std::string_view rounding, std::string_view overf
   return o;
 }
 
-void check_tensor(const at::Tensor& t, const char* arg) {
+namespace {
+void check_placement(const at::Tensor& t, const char* arg) {
   TORCH_CHECK_VALUE(t.defined(), arg, " is an undefined tensor");
   TORCH_CHECK_VALUE(t.device().is_cpu() || t.is_meta(), arg, " is on ", t.device(),
                     "; fp8q's kernels run on the CPU (move it with .cpu())");
   TORCH_CHECK_VALUE(t.layout() == at::kStrided, arg, " has layout ", t.layout(), "; expected a dense (strided) tensor");
+}
+}  // namespace
+
+at::Tensor dense(const at::Tensor& t, const char* arg) {
+  check_placement(t, arg);
+  return t.contiguous();
+}
+
+std::optional<at::Tensor> dense(const std::optional<at::Tensor>& t, const char* arg) {
+  if (!t) return std::nullopt;
+  return dense(*t, arg);
+}
+
+void check_tensor(const at::Tensor& t, const char* arg) {
+  check_placement(t, arg);
   TORCH_CHECK_VALUE(t.is_contiguous(), arg, " is not contiguous (shape ", shape_text(t.sizes()), ", strides ",
-                    shape_text(t.strides()), "); call .contiguous()");
+                    shape_text(t.strides()), "); the op writes it in place, so it must be contiguous");
 }
 
 void check_dtype(const at::Tensor& t, at::ScalarType want, const char* arg) {
@@ -145,12 +161,12 @@ void check_same_device(const at::Tensor& t, const at::Tensor& ref, const char* a
 
 std::optional<float> scalar_scale(const std::optional<at::Tensor>& t, const char* arg) {
   if (!t) return std::nullopt;
-  check_tensor(*t, arg);
+  check_placement(*t, arg);
   check_dtype(*t, at::kFloat, arg);
   TORCH_CHECK_VALUE(t->numel() == 1, arg, " has shape ", shape_text(t->sizes()), "; expected one element");
   if (t->is_meta()) return 1.0f;
   float s = 0;
-  std::memcpy(&s, t->const_data_ptr(), sizeof s);
+  std::memcpy(&s, t->const_data_ptr(), sizeof s);  // one element: its strides do not matter
   TORCH_CHECK_VALUE(is_finite_positive(s), arg, " is ", float_text(s), "; a scale must be finite and > 0");
   return s;
 }
@@ -243,7 +259,6 @@ AmaxScaleOptions amax_scale_options(std::int64_t margin, double amax_epsilon, bo
 }
 
 void check_e8m0(const at::Tensor& t, const char* arg) {
-  check_tensor(t, arg);
   TORCH_CHECK_TYPE(t.scalar_type() == at::ScalarType::Float8_e8m0fnu || t.scalar_type() == at::kByte, arg,
                    " has dtype ", t.scalar_type(), "; E8M0 scales are float8_e8m0fnu (or uint8 codes)");
 }

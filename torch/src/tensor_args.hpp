@@ -45,7 +45,13 @@ ConvertOptions convert_options(std::string_view rounding, std::string_view overf
                                std::int64_t seed, std::int64_t offset);
 
 // ---- checks -------------------------------------------------------------------------------------
-// CPU (or meta, for tracing) and contiguous; TypeError / ValueError name `arg`.
+// An input as the kernels read it: defined, dense, on the CPU (or meta, for tracing), then
+// contiguous: t itself where it is, else one contiguous copy, so that ops take any strides as
+// torch's own ops do. ValueError names `arg`.
+at::Tensor dense(const at::Tensor& t, const char* arg);
+std::optional<at::Tensor> dense(const std::optional<at::Tensor>& t, const char* arg);
+// A tensor the op writes in place (an `out=`): as dense() checks, and contiguous already (a
+// copy would not be the caller's tensor).
 void check_tensor(const at::Tensor& t, const char* arg);
 void check_dtype(const at::Tensor& t, at::ScalarType want, const char* arg);
 void check_dims(const at::Tensor& t, std::int64_t dims, const char* arg);
@@ -78,7 +84,7 @@ at::Tensor grid_tensor(std::size_t rows, std::size_t cols, const at::Tensor& lik
 const Format& source_format(const at::Tensor& t, const char* arg);
 Granularity parse_granularity_arg(std::string_view name, const char* arg = "granularity");
 AmaxScaleOptions amax_scale_options(std::int64_t margin, double amax_epsilon, bool power_of_two);
-// An E8M0 scale tensor: float8_e8m0fnu or uint8 codes.
+// An E8M0 scale tensor's dtype: float8_e8m0fnu or uint8 codes.
 void check_e8m0(const at::Tensor& t, const char* arg);
 
 // ---- raw views ----------------------------------------------------------------------------------

@@ -25,11 +25,10 @@ const Format* compared_format(const at::Tensor& t, std::string_view name, const 
 std::int64_t signed_ulps(std::uint64_t u) { return u == kInfiniteUlps ? -1 : static_cast<std::int64_t>(u); }
 }  // namespace
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> compare(const at::Tensor& actual, const at::Tensor& expected,
+std::tuple<at::Tensor, at::Tensor, at::Tensor> compare(const at::Tensor& actual_in, const at::Tensor& expected_in,
                                                        std::string_view format, std::int64_t ulps, std::int64_t worst) {
   return guarded("compare", [&] {
-    check_tensor(actual, "actual");
-    check_tensor(expected, "expected");
+    const at::Tensor actual = dense(actual_in, "actual"), expected = dense(expected_in, "expected");
     check_same_device(expected, actual, "expected", "actual");
     TORCH_CHECK_TYPE(actual.scalar_type() == expected.scalar_type(), "expected has dtype ", expected.scalar_type(),
                      ", actual ", actual.scalar_type());

@@ -15,9 +15,8 @@ using namespace detail;
 
 namespace {
 // A tile of codes one a byte (any narrow dtype or uint8) or bf16 values; [K, F] or, in
-// double_row mode, [K, F, 2].
+// double_row mode, [K, F, 2]; t is dense() (the tile views its bytes).
 trn::Tile tile_of(const at::Tensor& t, std::string_view format, bool pairs, const char* arg) {
-  check_tensor(t, arg);
   check_dims(t, pairs ? 3 : 2, arg);
   if (pairs) TORCH_CHECK_VALUE(t.size(2) == 2, arg, " has shape ", shape_text(t.sizes()), "; double_row pairs are [K, F, 2]");
   const FormatId f = resolve_format(t, format, arg);
@@ -41,14 +40,15 @@ trn3::KLayout parse_layout(std::string_view name) {
   return *l;
 }
 
-at::Tensor psum_out(const std::optional<at::Tensor>& psum, std::int64_t m, std::int64_t n, const at::Tensor& like) {
+at::Tensor psum_out(const std::optional<at::Tensor>& psum_in, std::int64_t m, std::int64_t n, const at::Tensor& like) {
   at::Tensor out = at::empty({m, n}, like.options().dtype(at::kFloat));
-  if (!psum) return out;
-  check_tensor(*psum, "psum");
-  check_dtype(*psum, at::kFloat, "psum");
-  TORCH_CHECK_VALUE(psum->dim() == 2 && psum->size(0) == m && psum->size(1) == n, "psum has shape ",
-                    shape_text(psum->sizes()), "; expected [", m, ", ", n, "] (stationary free x moving free)");
-  if (!out.is_meta()) std::memcpy(out.mutable_data_ptr(), psum->const_data_ptr(), out.nbytes());
+  if (!psum_in) return out;
+  const at::Tensor psum = dense(*psum_in, "psum");
+  check_same_device(psum, like, "psum", "stationary");
+  check_dtype(psum, at::kFloat, "psum");
+  TORCH_CHECK_VALUE(psum.dim() == 2 && psum.size(0) == m && psum.size(1) == n, "psum has shape ",
+                    shape_text(psum.sizes()), "; expected [", m, ", ", n, "] (stationary free x moving free)");
+  if (!out.is_meta()) std::memcpy(out.mutable_data_ptr(), psum.const_data_ptr(), out.nbytes());
   return out;
 }
 
@@ -65,20 +65,20 @@ KArg k_arg(std::int64_t k) {
 
 // One code a byte: the dtype of a layout's codes (any narrow dtype but packed fp4, or uint8).
 void check_codes(const at::Tensor& t, const char* arg) {
-  check_tensor(t, arg);
   const auto f = format_of_dtype(t.scalar_type());
   TORCH_CHECK_TYPE(t.scalar_type() == at::kByte || (f && is_narrow(*f) && *f != FormatId::kE2M1), arg, " has dtype ",
                    t.scalar_type(), "; expected codes one a byte (uint8 or a float8 dtype)");
 }
 }  // namespace
 
-at::Tensor nc_matmul(const at::Tensor& stationary, const at::Tensor& moving, std::string_view stationary_format,
+at::Tensor nc_matmul(const at::Tensor& stationary_in, const at::Tensor& moving_in, std::string_view stationary_format,
                      std::string_view moving_format, std::string_view perf_mode,
                      const std::optional<at::Tensor>& psum) {
   return guarded("nc_matmul", [&] {
     TORCH_CHECK_VALUE(perf_mode == "none" || perf_mode == "double_row", "perf_mode: unknown '",
                       std::string(perf_mode), "' (one of: none double_row)");
     const bool pairs = perf_mode == "double_row";
+    const at::Tensor stationary = dense(stationary_in, "stationary"), moving = dense(moving_in, "moving");
     const trn::Tile s = tile_of(stationary, stationary_format, pairs, "stationary");
     const trn::Tile mv = tile_of(moving, moving_format, pairs, "moving");
     check_same_device(moving, stationary, "moving", "stationary");
@@ -90,13 +90,15 @@ at::Tensor nc_matmul(const at::Tensor& stationary, const at::Tensor& moving, std
   });
 }
 
-at::Tensor nc_matmul_mx(const at::Tensor& stationary, const at::Tensor& stationary_scale, const at::Tensor& moving,
-                        const at::Tensor& moving_scale, std::string_view stationary_type,
+at::Tensor nc_matmul_mx(const at::Tensor& stationary_in, const at::Tensor& stationary_scale_in,
+                        const at::Tensor& moving_in, const at::Tensor& moving_scale_in, std::string_view stationary_type,
                         std::string_view moving_type, const std::optional<at::Tensor>& psum,
                         bool exact_partition_sum, bool single_rounding_add) {
   return guarded("nc_matmul_mx", [&] {
+    const at::Tensor stationary = dense(stationary_in, "stationary"), moving = dense(moving_in, "moving"),
+                     stationary_scale = dense(stationary_scale_in, "stationary_scale"),
+                     moving_scale = dense(moving_scale_in, "moving_scale");
     const auto x4 = [&](const at::Tensor& t, std::string_view type, const char* arg) {
-      check_tensor(t, arg);
       check_dtype(t, at::kByte, arg);
       const trn3::X4Type ty = parse_x4(type, arg == std::string_view("stationary") ? "stationary_type" : "moving_type");
       TORCH_CHECK_VALUE(t.dim() == 3 && t.size(2) == static_cast<std::int64_t>(trn3::x4_bytes(ty)), arg,
@@ -125,8 +127,9 @@ at::Tensor nc_matmul_mx(const at::Tensor& stationary, const at::Tensor& stationa
   });
 }
 
-at::Tensor trn3_pack_codes(const at::Tensor& codes, std::string_view layout) {
+at::Tensor trn3_pack_codes(const at::Tensor& codes_in, std::string_view layout) {
   return guarded("trn3_pack_codes", [&] {
+    const at::Tensor codes = dense(codes_in, "codes");
     check_codes(codes, "codes");
     check_dims(codes, 2, "codes");
     const trn3::KLayout l = parse_layout(layout);
@@ -137,8 +140,9 @@ at::Tensor trn3_pack_codes(const at::Tensor& codes, std::string_view layout) {
   });
 }
 
-at::Tensor trn3_unpack_codes(const at::Tensor& onchip, std::string_view layout, std::int64_t k) {
+at::Tensor trn3_unpack_codes(const at::Tensor& onchip_in, std::string_view layout, std::int64_t k) {
   return guarded("trn3_unpack_codes", [&] {
+    const at::Tensor onchip = dense(onchip_in, "onchip");
     check_codes(onchip, "onchip");
     check_dims(onchip, 4, "onchip");
     const trn3::KLayout l = parse_layout(layout);
@@ -152,8 +156,9 @@ at::Tensor trn3_unpack_codes(const at::Tensor& onchip, std::string_view layout, 
   });
 }
 
-at::Tensor trn3_pack_scales(const at::Tensor& scales, std::string_view layout, std::int64_t k) {
+at::Tensor trn3_pack_scales(const at::Tensor& scales_in, std::string_view layout, std::int64_t k) {
   return guarded("trn3_pack_scales", [&] {
+    const at::Tensor scales = dense(scales_in, "scales");
     check_e8m0(scales, "scales");
     check_dims(scales, 2, "scales");
     const trn3::KLayout l = parse_layout(layout);
@@ -168,8 +173,9 @@ at::Tensor trn3_pack_scales(const at::Tensor& scales, std::string_view layout, s
   });
 }
 
-at::Tensor trn3_unpack_scales(const at::Tensor& onchip, std::string_view layout, std::int64_t k) {
+at::Tensor trn3_unpack_scales(const at::Tensor& onchip_in, std::string_view layout, std::int64_t k) {
   return guarded("trn3_unpack_scales", [&] {
+    const at::Tensor onchip = dense(onchip_in, "onchip");
     check_e8m0(onchip, "onchip");
     check_dims(onchip, 3, "onchip");
     const trn3::KLayout l = parse_layout(layout);
@@ -184,8 +190,9 @@ at::Tensor trn3_unpack_scales(const at::Tensor& onchip, std::string_view layout,
   });
 }
 
-at::Tensor pack_x4(const at::Tensor& codes, std::string_view type) {
+at::Tensor pack_x4(const at::Tensor& codes_in, std::string_view type) {
   return guarded("pack_x4", [&] {
+    const at::Tensor codes = dense(codes_in, "codes");
     check_codes(codes, "codes");
     const trn3::X4Type ty = parse_x4(type, "type");
     TORCH_CHECK_VALUE(codes.dim() >= 1 && codes.size(-1) % 4 == 0, "codes has shape ", shape_text(codes.sizes()),
@@ -199,9 +206,9 @@ at::Tensor pack_x4(const at::Tensor& codes, std::string_view type) {
   });
 }
 
-at::Tensor unpack_x4(const at::Tensor& image, std::string_view type) {
+at::Tensor unpack_x4(const at::Tensor& image_in, std::string_view type) {
   return guarded("unpack_x4", [&] {
-    check_tensor(image, "image");
+    const at::Tensor image = dense(image_in, "image");
     check_dtype(image, at::kByte, "image");
     const trn3::X4Type ty = parse_x4(type, "type");
     TORCH_CHECK_VALUE(image.dim() >= 2 && image.size(-1) == static_cast<std::int64_t>(trn3::x4_bytes(ty)),

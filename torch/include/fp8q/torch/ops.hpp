@@ -5,7 +5,8 @@
 // fp8q tool give the same bits, for any at::get_num_threads() (the library's thread count)
 // and any floating-point environment of the caller.
 //
-// Tensors (docs/python.md): CPU, contiguous, dense. A format torch has travels as that dtype
+// Tensors (docs/python.md): CPU and dense; inputs of any strides (a non-contiguous one is read
+// through one contiguous copy), an `out` contiguous. A format torch has travels as that dtype
 // (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu scales,
 // float4_e2m1fn_x2 with two codes a byte, element 2i in the low nibble); a format torch lacks
 // (Trainium2's IEEE-style e4m3, e3m4, e2m3, e3m2) travels as uint8 codes, one a byte, with its
