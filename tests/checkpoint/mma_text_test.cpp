@@ -46,6 +46,24 @@ TEST(MmaText, ErrorsNameTheFileLineAndValue) {
   EXPECT_EQ(error_of("", "", ""), "a.txt: no samples (no non-empty line)");
 }
 
+TEST(MmaText, ParsesTheCFile) {
+  const std::string one = "00111111100000000000000000000000\n", half = "00111111000000000000000000000000\n";
+  const MmaText t = parse_mma_text("1 2\n3 4\n", "5 6\n7 8\n", one + one, "a", "b", "d", half + "\n" + one, "c");
+  EXPECT_EQ(t.c, (std::vector<std::uint32_t>{0x3f000000u, 0x3f800000u}));
+  EXPECT_TRUE(parse_mma_text("1\n", "1\n", one, "a", "b", "d").c.empty());
+  const auto error = [&](std::string_view c) {
+    try {
+      parse_mma_text("1\n2\n", "1\n2\n", one + one, "a.txt", "b.txt", "d.txt", c, "c.txt");
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(error(one), "c.txt: 1 lines, a.txt has 2");
+  EXPECT_EQ(error(one + "2\n"), "c.txt: line 2: '2' is not an fp32 bit pattern (32 binary digits)");
+  EXPECT_EQ(error(""), "c.txt: 0 lines, a.txt has 2");
+}
+
 using testing::SplitMix64;
 
 const char* const kTokens[] = {" ", "\t", "\n", "\r\n", "0", "1", "f", "ffffffff", "123456789", "x", "-"};
@@ -71,7 +89,7 @@ TEST(MmaTextMutation, SeedsBehave) {
   ASSERT_GE(seeds.size(), 4u);
   for (const auto& [name, text] : seeds) {
     SCOPED_TRACE(name);
-    EXPECT_EQ(fuzz::mma_text_one_input(text), name == "two_samples" || name == "crlf");
+    EXPECT_EQ(fuzz::mma_text_one_input(text), name == "two_samples" || name == "crlf" || name == "with_c");
   }
 }
 

@@ -77,11 +77,76 @@ expect "H100: hopper first" bash -c "grep -A1 '^consistent with every sample' '$
 expect "H100: says what cannot be separated" has out "the samples cannot separate them"
 expect "H100: a separating input of larger K" has out "fused:64:13:rtz: K = (64|128|256), seed [0-9]+"
 
+# ---- the text format with a C file and mixed formats: vectors' diagonal written as text
+check "vectors for text with C" 0 '' -- "$fp8q" vectors "$tmp/t.st" --model fused:16:align26:result23:rne:group2 \
+  --with-c --c-role epilogue --format-a e5m2 --format-b e4m3fn --cases 48 --k 64 --seed 4 --npz "$tmp/t.npz"
+cat > "$tmp/to_text.py" <<'PYEOF'
+import ast, struct, sys, zipfile
+z, out = zipfile.ZipFile(sys.argv[1]), sys.argv[2]
+def array(name):
+    b = z.read(name + '.npy')
+    hl = struct.unpack('<H', b[8:10])[0]
+    h = ast.literal_eval(b[10:10 + hl].decode())
+    assert h['descr'] == '<f4' and not h['fortran_order'], name
+    rows, cols = h['shape']
+    words = struct.unpack('<%dI' % (rows * cols), b[10 + hl:])
+    return [words[r * cols:(r + 1) * cols] for r in range(rows)]
+a, b, c, d = array('a'), array('b'), array('c'), array('d')
+n = len(a)
+with open(out + '/ta.txt', 'w') as f:
+    f.writelines(' '.join('%08x' % w for w in a[i]) + '\n' for i in range(n))
+with open(out + '/tb.txt', 'w') as f:
+    f.writelines(' '.join('%08x' % b[k][i] for k in range(len(b))) + '\n' for i in range(n))
+for name, m in (('tc', c), ('td', d)):
+    with open(out + '/' + name + '.txt', 'w') as f:
+        f.writelines('{:032b}\n'.format(m[i][i]) for i in range(n))
+PYEOF
+check "diagonal as text" 0 '' -- /usr/bin/python3 "$tmp/to_text.py" "$tmp/t.npz" "$tmp"
+check "fit text with C" 0 '' -- "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --c "$tmp/tc.txt" \
+  --format e5m2,e4m3fn --tries 20
+expect "text with C: the formats and C" has out "^samples: 48 dot products of K = 64, e5m2 x e4m3fn, with C"
+expect "text with C: the generator and its role" has out "^  fused:16:align26:result23:rne:group2 \\(C as epilogue\\)$"
+check "the same without C misses" 1 '' -- "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --format e5m2,e4m3fn \
+  --tries 20
+check "one format for both refused" 2 "tb.txt: line 1, value [0-9]+: .* is not a value of e5m2" -- \
+  "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --c "$tmp/tc.txt" --format e5m2
+head -n 47 "$tmp/tc.txt" > "$tmp/tc_short.txt"
+check "C lines counted" 2 "tc_short.txt: 47 lines, .*ta.txt has 48" -- \
+  "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --c "$tmp/tc_short.txt" --format e5m2,e4m3fn
+check "bad second format" 2 "--format: 'bf16' is not an element format" -- \
+  "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --format e5m2,bf16
+check "--c without --text" 2 "--c is for --text" -- "$fp8q" fit "$tmp/h.st" --c "$tmp/tc.txt"
+
+# ---- --json: what a CI job asserts on, with the same exit codes
+check "fit --json" 0 '' -- "$fp8q" fit "$tmp/h.st" --json --tries 20
+cat > "$tmp/json_check.py" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = sys.argv[2]
+assert r['samples'] == int(sys.argv[3]) and r['format_a'] == 'e4m3fn' and r['candidates'] > 100, r
+models = [c['model'] for c in r['consistent']]
+if want == 'none':
+    assert models == [] and r['nearest'], r
+    m = r['nearest'][0]
+    assert m['misses'] >= 1 and m['first_miss']['measured'].startswith('0x') and m['first_miss']['row'] == m['first_miss']['sample']
+else:
+    assert models[0] == want and r['consistent'][0]['c_role'] == 'accumulator', models
+    assert all(s['against'] in r['consistent'][1:] for s in r['separations'])
+    assert all(('k' in s) == s['separated'] for s in r['separations'])
+print('json ok')
+PYEOF
+cp "$tmp/out" "$tmp/fit.json"
+check "json names the model" 0 '' -- /usr/bin/python3 "$tmp/json_check.py" "$tmp/fit.json" fused:32:13:rtz 256
+
 # ---- exit 1: no model of the grid fits (one d flipped to a value no model gives)
 sed '1s/.*/01000010110010000000000000000001/' "$tmp/d.txt" > "$tmp/d_bad.txt"
 check "no consistent model" 1 '' -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/b.txt" "$tmp/d_bad.txt" --format e4m3fn --nearest 2
 expect "says none" has out "^consistent with every sample: 0$"
 expect "nearest with counts" has out "misses [0-9]+ of 300; first: sample 0 \\(row 0 of A, column 0 of B\\)"
+check "no consistent model, as JSON" 1 '' -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/b.txt" "$tmp/d_bad.txt" \
+  --format e4m3fn --nearest 2 --json
+cp "$tmp/out" "$tmp/none.json"
+check "json says none" 0 '' -- /usr/bin/python3 "$tmp/json_check.py" "$tmp/none.json" none 300
 
 # ---- bad input: exit 2, the file / line / tensor / option named, nothing written
 printf '3f800000 zz\n' > "$tmp/bad_a.txt"

@@ -1,15 +1,18 @@
-// fp8q fit IN.safetensors [--d DEVICE.safetensors] | --text A.txt B.txt D.txt --format F
-//          [--nearest N] [--screen N] [--tries N] [--seed S]
+// fp8q fit IN.safetensors [--d DEVICE.safetensors]
+//        | --text A.txt B.txt D.txt [--c C.txt] --format F | --format FA,FB
+//          [--nearest N] [--screen N] [--tries N] [--seed S] [--json]
 // The accumulation models consistent with a device's measurements (kernels/fit.hpp): every
 // consistent model of the grid, the nearest inconsistent ones with their misses and a first
-// counterexample, and generated inputs that separate the consistent ones. Exit 0 when some
-// model is consistent, 1 when none is, 2 for bad input. docs/validation.md.
+// counterexample, and generated inputs that separate the consistent ones, as text or JSON.
+// Exit 0 when some model is consistent, 1 when none is, 2 for bad input. docs/validation.md.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "fp8q/kernels/fit.hpp"
 #include "fp8q/numerics/convert.hpp"
@@ -19,18 +22,74 @@
 namespace fp8q::cli {
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 struct FitArgs {
-  std::string in, d, format;
+  std::string in, d, c, format;
   std::vector<std::string> text;
   std::size_t nearest = 5, screen = 64, tries = 400;
   std::uint64_t seed = 1;
+  bool json = false;
 };
 
-std::string bits_text(std::uint32_t u) {
+// --format F (A and B) or FA,FB: element formats of 8 bits or fewer.
+std::pair<FormatId, FormatId> text_formats(const std::string& text) {
+  const std::size_t comma = text.find(',');
+  auto one = [&](const std::string& name) {
+    const auto f = parse_format(name);
+    if (!f || format_of(*f).bits() > 8 || format_of(*f).specials == Specials::kExponentOnly)
+      throw UsageError("--format: '" + name + "' is not an element format (e4m3fn, e5m2, ...)");
+    return *f;
+  };
+  if (comma == std::string::npos) return {one(text), one(text)};
+  return {one(text.substr(0, comma)), one(text.substr(comma + 1))};
+}
+
+std::string hex_text(std::uint32_t u) {
   char hex[16];
   std::snprintf(hex, sizeof hex, "0x%08x", u);
-  return std::string(hex) + " (" + float_text(float_of(u)) + ")";
+  return hex;
 }
+
+Json candidate_json(const Candidate& c) {
+  return {{"model", model_name(c.model)}, {"c_role", c.c_role == CRole::kEpilogue ? "epilogue" : "accumulator"}};
+}
+
+// The report as JSON: what the text prints, with bit patterns as hex strings.
+Json report_json(const FitReport& r, const DotSamples& s) {
+  Json j{{"samples", r.samples},
+         {"k", s.k},
+         {"format_a", std::string(format_of(s.format_a).name)},
+         {"format_b", std::string(format_of(s.format_b).name)},
+         {"with_c", !s.c.empty()},
+         {"candidates", r.candidates},
+         {"consistent", Json::array()},
+         {"separations", Json::array()},
+         {"nearest", Json::array()}};
+  for (const Candidate& c : r.consistent) j["consistent"].push_back(candidate_json(c));
+  for (const Separation& sep : r.separations) {
+    Json e{{"against", candidate_json(sep.other)}, {"tries", sep.tries}, {"separated", sep.k.has_value()}};
+    if (sep.k) {
+      e["k"] = *sep.k;
+      e["seed"] = sep.seed;
+      e["first_gives"] = hex_text(sep.first_gives);
+      e["other_gives"] = hex_text(sep.other_gives);
+    }
+    j["separations"].push_back(std::move(e));
+  }
+  for (const Miss& m : r.nearest)
+    j["nearest"].push_back({{"candidate", candidate_json(m.candidate)},
+                            {"misses", m.misses},
+                            {"first_miss",
+                             {{"sample", m.first.sample},
+                              {"row", s.row(m.first.sample)},
+                              {"column", s.col(m.first.sample)},
+                              {"measured", hex_text(m.first.expected)},
+                              {"model_gives", hex_text(m.first.got)}}}});
+  return j;
+}
+
+std::string bits_text(std::uint32_t u) { return hex_text(u) + " (" + float_text(float_of(u)) + ")"; }
 
 // Row, column, how many products are nonzero and their range, and C.
 std::string sample_summary(const DotSamples& s, std::size_t i) {
@@ -55,18 +114,22 @@ std::string sample_summary(const DotSamples& s, std::size_t i) {
 int run_fit(const FitArgs& a) {
   DotSamples s;
   if (!a.text.empty()) {
-    if (!a.in.empty() || !a.d.empty()) throw UsageError("--text reads the three text files: give no IN or --d with it");
-    if (a.format.empty()) throw UsageError("--text: name the operands' element format with --format (e4m3fn, e5m2, ...)");
-    const auto f = parse_format(a.format);
-    if (!f || format_of(*f).bits() > 8 || format_of(*f).specials == Specials::kExponentOnly)
-      throw UsageError("--format: '" + a.format + "' is not an element format");
-    s = read_text_samples(a.text[0], a.text[1], a.text[2], *f);
+    if (!a.in.empty() || !a.d.empty()) throw UsageError("--text reads the text files: give no IN or --d with it");
+    if (a.format.empty())
+      throw UsageError("--text: name the operands' element format with --format F or --format FA,FB (e4m3fn, e5m2, ...)");
+    const auto [fa, fb] = text_formats(a.format);
+    s = read_text_samples(a.text[0], a.text[1], a.text[2], a.c, fa, fb);
   } else {
     if (a.in.empty()) throw UsageError("give IN.safetensors (a, b, optional c, d) or --text A.txt B.txt D.txt");
     if (!a.format.empty()) throw UsageError("--format is for --text; a safetensors file names its formats");
+    if (!a.c.empty()) throw UsageError("--c is for --text; a safetensors file holds its c");
     s = read_samples(a.in, a.d);
   }
   const FitReport r = fit(s, {.nearest = a.nearest, .screen = a.screen, .separation_tries = a.tries, .seed = a.seed});
+  if (a.json) {
+    std::printf("%s\n", report_json(r, s).dump(2, ' ', false, Json::error_handler_t::replace).c_str());
+    return r.consistent.empty() ? 1 : 0;
+  }
   std::printf("samples: %zu dot products of K = %zu, %s x %s, %s\n", r.samples, s.k,
               std::string(format_of(s.format_a).name).c_str(), std::string(format_of(s.format_b).name).c_str(),
               s.c.empty() ? "no C" : "with C (as accumulator input or epilogue)");
@@ -111,12 +174,14 @@ void add_fit(CLI::App& app) {
   c->add_option("--d", f->d, "Take d from this file (a device's output) instead of IN");
   c->add_option("--text", f->text, "The three text files of A rows, B columns and D bits (published tensor-core format)")
       ->expected(3);
-  c->add_option("--format", f->format, "With --text: the element format of A and B");
+  c->add_option("--c", f->c, "With --text: the file of C bits, one per sample as D (the accumulator input)");
+  c->add_option("--format", f->format, "With --text: the element format of A and B (F), or of each (FA,FB)");
   c->add_option("--nearest", f->nearest, "Inconsistent models to report with their misses")->capture_default_str();
   c->add_option("--screen", f->screen, "Samples that rank the inconsistent models before the best are counted in full")
       ->capture_default_str();
   c->add_option("--tries", f->tries, "Generated inputs tried to separate two consistent models")->capture_default_str();
   c->add_option("--seed", f->seed, "Seed of the first generated input")->capture_default_str();
+  c->add_flag("--json", f->json, "Print the report as JSON (the same exit codes)");
   c->callback([f] {
     if (run_fit(*f) != 0) {  // no consistent model: exit 1, as verify does for a failed check
       std::fflush(stdout);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <tuple>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -202,26 +203,30 @@ DotSamples read_samples(const std::string& path, const std::string& d_path) {
 }
 
 DotSamples read_text_samples(const std::string& a_path, const std::string& b_path, const std::string& d_path,
-                             FormatId format) {
+                             const std::string& c_path, FormatId format_a, FormatId format_b) {
   ck::MmaText t;
   try {
-    t = ck::parse_mma_text(read_text(a_path), read_text(b_path), read_text(d_path), a_path, b_path, d_path);
+    std::optional<std::string> c;
+    if (!c_path.empty()) c = read_text(c_path);
+    t = ck::parse_mma_text(read_text(a_path), read_text(b_path), read_text(d_path), a_path, b_path, d_path, c, c_path);
   } catch (const ck::FormatError& e) {
     throw UsageError(e.what());
   }
-  const Format& f = format_of(format);
-  for (const auto& [values, path] : {std::pair{&t.a, &a_path}, std::pair{&t.b, &b_path}})
+  for (const auto& [values, path, id] : {std::tuple{&t.a, &a_path, format_a}, std::tuple{&t.b, &b_path, format_b}}) {
+    const Format& f = format_of(id);
     for (std::size_t i = 0; i < values->size(); ++i) {
       const float v = float_of((*values)[i]);
       if (!is_value_of(v, f))
         throw UsageError(*path + ": line " + std::to_string(i / t.k + 1) + ", value " + std::to_string(i % t.k + 1) +
                          ": " + float_text(v) + " is not a value of " + std::string(f.name));
     }
-  DotSamples s{.format_a = format, .format_b = format, .m = t.samples(), .n = t.samples(), .k = t.k,
+  }
+  DotSamples s{.format_a = format_a, .format_b = format_b, .m = t.samples(), .n = t.samples(), .k = t.k,
                .d = t.d, .diagonal = true};
-  s.a.reserve(t.a.size()), s.bt.reserve(t.b.size());
+  s.a.reserve(t.a.size()), s.bt.reserve(t.b.size()), s.c.reserve(t.c.size());
   for (std::uint32_t u : t.a) s.a.push_back(float_of(u));
   for (std::uint32_t u : t.b) s.bt.push_back(float_of(u));
+  for (std::uint32_t u : t.c) s.c.push_back(float_of(u));  // any fp32, NaN and Inf included: C is the device's input
   return s;
 }
 

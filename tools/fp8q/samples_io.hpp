@@ -5,7 +5,8 @@
 // element format; e2m1 two codes per byte as `fp8q matmul` reads them) or as F32 values of the
 // format that fp8q.elem.a / fp8q.elem.b names; c [M, N] F32, optional; d [M, N] F32 (or the
 // d of another file: a device's output).
-// Text: the published tensor-core format (checkpoint/mma_text.hpp), one format for A and B.
+// Text: the published tensor-core format (checkpoint/mma_text.hpp): A, B, D and optionally C
+// files, A's values of one element format and B's of one (the same or another).
 #pragma once
 
 #include <map>
@@ -27,8 +28,9 @@ void write_samples_npz(const std::string& path, const DotSamples& s, bool with_d
 // UsageError naming the file, the tensor and the field.
 DotSamples read_samples(const std::string& path, const std::string& d_path);
 
-// Reads the three text files; every A and B value must be one of `format`'s.
+// Reads the text files (C when `c_path` is not empty); every A value must be one of
+// `format_a`'s and every B value one of `format_b`'s.
 DotSamples read_text_samples(const std::string& a_path, const std::string& b_path, const std::string& d_path,
-                             FormatId format);
+                             const std::string& c_path, FormatId format_a, FormatId format_b);
 
 }  // namespace fp8q::cli

@@ -70,10 +70,32 @@ std::size_t parse_operands(std::string_view text, std::string_view name, std::si
   return lines;
 }
 
+// A result file (D, or C): one fp32 bit pattern a line as 32 binary digits; `lines` of them.
+std::vector<std::uint32_t> parse_bits(std::string_view text, std::string_view name, std::string_view a_name,
+                                      std::size_t lines) {
+  std::vector<std::uint32_t> out;
+  for_each_line(text, [&](std::string_view line, std::size_t number) {
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    std::uint32_t v = 0;
+    bool ok = line.size() == 32;
+    for (char c : line) ok = ok && (c == '0' || c == '1'), v = (v << 1) | (c == '1' ? 1u : 0u);
+    if (!ok)
+      fail(name, number,  // append, not operator+: GCC 12's -Wrestrict misfires on the latter on aarch64
+           std::string(1, '\'').append(line.substr(0, 40)).append("' is not an fp32 bit pattern (32 binary digits)"));
+    out.push_back(v);
+  });
+  if (out.size() != lines)
+    throw FormatError(std::string(name) + ": " + std::to_string(out.size()) + " lines, " + std::string(a_name) +
+                      " has " + std::to_string(lines));
+  return out;
+}
+
 }  // namespace
 
 MmaText parse_mma_text(std::string_view a, std::string_view b, std::string_view d, std::string_view a_name,
-                       std::string_view b_name, std::string_view d_name) {
+                       std::string_view b_name, std::string_view d_name, std::optional<std::string_view> c,
+                       std::string_view c_name) {
   MmaText t;
   std::size_t kb = 0;
   const std::size_t na = parse_operands(a, a_name, t.k, t.a);
@@ -85,20 +107,8 @@ MmaText parse_mma_text(std::string_view a, std::string_view b, std::string_view 
   if (kb != t.k)
     throw FormatError(std::string(b_name) + ": lines of " + std::to_string(kb) + " values, " + std::string(a_name) +
                       " has " + std::to_string(t.k) + " (K must agree)");
-  for_each_line(d, [&](std::string_view line, std::size_t number) {
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    std::uint32_t v = 0;
-    bool ok = line.size() == 32;
-    for (char c : line) ok = ok && (c == '0' || c == '1'), v = (v << 1) | (c == '1' ? 1u : 0u);
-    if (!ok)
-      fail(d_name, number,  // append, not operator+: GCC 12's -Wrestrict misfires on the latter on aarch64
-           std::string(1, '\'').append(line.substr(0, 40)).append("' is not an fp32 bit pattern (32 binary digits)"));
-    t.d.push_back(v);
-  });
-  if (t.d.size() != na)
-    throw FormatError(std::string(d_name) + ": " + std::to_string(t.d.size()) + " lines, " + std::string(a_name) +
-                      " has " + std::to_string(na));
+  if (c) t.c = parse_bits(*c, c_name, a_name, na);
+  t.d = parse_bits(d, d_name, a_name, na);
   return t;
 }
 
