@@ -117,6 +117,38 @@ check "bad second format" 2 "--format: 'bf16' is not an element format" -- \
   "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --format e5m2,bf16
 check "--c without --text" 2 "--c is for --text" -- "$fp8q" fit "$tmp/h.st" --c "$tmp/tc.txt"
 
+# ---- the samples form: independent dot products, a [S, K], b [S, K], c [S], d [S]
+check "vectors --samples" 0 '' -- "$fp8q" vectors "$tmp/s.st" --samples --model fused:16:align26:result23:rne:group2 \
+  --with-c --c-role epilogue --format-a e5m2 --cases 96 --k 64 --seed 3 --npz "$tmp/s.npz"
+expect "samples summary" has out "s.st: 96 independent dot products of K = 64, e5m2 x e4m3fn, with C \\(epilogue\\)"
+check "inspect the samples form" 0 '' -- "$fp8q" inspect "$tmp/s.st"
+expect "samples metadata" has out "metadata fp8q.layout = samples"
+expect "samples shapes" bash -c "grep -Eq '^b +F8_E4M3 +\\[96, 64\\]' '$tmp/out' && grep -Eq '^c +F32 +\\[96\\]' '$tmp/out' && grep -Eq '^d +F32 +\\[96\\]' '$tmp/out'"
+check "fit the samples form" 0 '' -- "$fp8q" fit "$tmp/s.st" --tries 10
+expect "samples: the generator and its role" has out "^  fused:16:align26:result23:rne:group2 \\(C as epilogue\\)$"
+expect "samples: counted as samples" has out "^samples: 96 dot products of K = 64, e5m2 x e4m3fn, with C"
+cat > "$tmp/bad_samples.py" <<'PYEOF'
+import json, struct, sys
+def write(path, tensors, meta):
+    header, data = {'__metadata__': meta}, b''
+    for name, shape in tensors:
+        n = 1
+        for d in shape: n *= d
+        header[name] = {'dtype': 'F32', 'shape': shape, 'data_offsets': [len(data), len(data) + 4 * n]}
+        data += struct.pack('<%df' % n, *([1.0] * n))
+    h = json.dumps(header).encode()
+    open(path, 'wb').write(struct.pack('<Q', len(h)) + h + data)
+meta = {'fp8q.elem.a': 'e4m3fn', 'fp8q.elem.b': 'e4m3fn', 'fp8q.layout': 'samples'}
+out = sys.argv[1]
+write(out + '/rows.st', [('a', [3, 8]), ('b', [2, 8]), ('d', [3])], meta)
+write(out + '/dshape.st', [('a', [3, 8]), ('b', [3, 8]), ('d', [3, 3])], meta)
+write(out + '/layout.st', [('a', [3, 8]), ('b', [3, 8]), ('d', [3])], {**meta, 'fp8q.layout': 'diagonal'})
+PYEOF
+check "write bad samples files" 0 '' -- /usr/bin/python3 "$tmp/bad_samples.py" "$tmp"
+check "samples: b rows differ" 2 "rows.st: tensor 'b' has 2 rows, but a has 3 \\(one a sample\\)" -- "$fp8q" fit "$tmp/rows.st"
+check "samples: d of the grid's shape" 2 "dshape.st: tensor 'd' has shape \\[3, 3\\], expected \\[3\\]" -- "$fp8q" fit "$tmp/dshape.st"
+check "unknown layout" 2 "layout.st: __metadata__ 'fp8q.layout' = 'diagonal' is not a layout" -- "$fp8q" fit "$tmp/layout.st"
+
 # ---- --json: what a CI job asserts on, with the same exit codes
 check "fit --json" 0 '' -- "$fp8q" fit "$tmp/h.st" --json --tries 20
 cat > "$tmp/json_check.py" <<'PYEOF'

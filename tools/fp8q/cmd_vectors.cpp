@@ -1,5 +1,6 @@
 // fp8q vectors OUT.safetensors [--profile P | --model M] [--with-c] [--c-role R]
 //              [--format F | --format-a F --format-b F] [--cases N] [--k K] [--seed S] [--npz P]
+//              [--samples]
 // Conformance vectors (kernels/vectors.hpp): A, B (and C) chosen to separate accumulation
 // models, and D as the profile's or model's chip computes it; without a profile or model only
 // the inputs (a device harness, or `fp8q matmul`, computes D). docs/validation.md.
@@ -18,7 +19,7 @@ namespace {
 
 struct VectorsArgs {
   std::string out, npz, profile, model, c_role = "accumulator", format, format_a, format_b;
-  bool with_c = false;
+  bool with_c = false, samples = false;
   std::size_t cases = 64, k = 256;
   std::uint64_t seed = 0;
 };
@@ -63,6 +64,12 @@ void run_vectors(const VectorsArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  if (a.samples) {  // the grid's diagonal: row i of A with column i of B and C[i][i]
+    if (!s.c.empty())
+      for (std::size_t i = 0; i < s.m; ++i) s.c[i] = s.c[i * s.n + i];
+    s.c.resize(s.c.empty() ? 0 : s.m);
+    s.diagonal = true;
+  }
   std::map<std::string, std::string> meta = {{"fp8q.generator", "fp8q vectors"}, {"fp8q.seed", std::to_string(a.seed)}};
   if (expected) {
     compute_expected(s, *expected);
@@ -72,7 +79,8 @@ void run_vectors(const VectorsArgs& a) {
   if (a.with_c) meta["fp8q.c_role"] = std::string(c_role_name(*role));
   write_samples(a.out, s, expected.has_value(), meta);
   if (!a.npz.empty()) write_samples_npz(a.npz, s, expected.has_value());
-  std::printf("%s: %zu x %zu dot products of K = %zu, %s x %s%s; %s\n", a.out.c_str(), s.m, s.n, s.k,
+  const std::string count = s.diagonal ? std::to_string(s.m) + " independent" : std::to_string(s.m) + " x " + std::to_string(s.n);
+  std::printf("%s: %s dot products of K = %zu, %s x %s%s; %s\n", a.out.c_str(), count.c_str(), s.k,
               std::string(format_of(s.format_a).name).c_str(), std::string(format_of(s.format_b).name).c_str(),
               a.with_c ? (", with C (" + a.c_role + ")").c_str() : "",
               expected ? ("d under " + model_name(expected->model)).c_str() : "inputs only (no d)");
@@ -98,6 +106,9 @@ void add_vectors(CLI::App& app) {
   c->add_option("--cases", v->cases, "Designed cases: M = N = cases")->capture_default_str()->check(not_negative());
   c->add_option("--k", v->k, "K of every dot product")->capture_default_str()->check(not_negative());
   c->add_option("--seed", v->seed, "Seed (the same seed gives the same file)")->capture_default_str()->check(not_negative());
+  c->add_flag("--samples", v->samples,
+              "Write the samples form: a [S, K], b [S, K], c [S], d [S], S = cases independent dot products "
+              "(row i of A with column i of B)");
   c->callback([v] { run_vectors(*v); });
 }
 

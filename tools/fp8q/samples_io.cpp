@@ -21,6 +21,8 @@ namespace {
 
 namespace ck = fp8q::checkpoint;
 
+constexpr std::string_view kLayoutKey = "fp8q.layout", kSamplesLayout = "samples";
+
 ck::DType codes_dtype(FormatId f) {
   return f == FormatId::kE4M3FN ? ck::DType::kF8_E4M3 : f == FormatId::kE5M2 ? ck::DType::kF8_E5M2 : ck::DType::kU8;
 }
@@ -58,6 +60,15 @@ class File {
     return *t;
   }
   bool has(const std::string& name) const { return in_.find(name) != nullptr; }
+  // Whether the file is in the samples form (__metadata__ fp8q.layout = "samples"; absent: the grid).
+  bool samples_form() const {
+    const auto it = in_.metadata().find(std::string(kLayoutKey));
+    if (it == in_.metadata().end()) return false;
+    if (it->second != kSamplesLayout)
+      throw UsageError(path_ + ": __metadata__ '" + std::string(kLayoutKey) + "' = '" + it->second +
+                       "' is not a layout (\"" + std::string(kSamplesLayout) + "\", or no key for the [M, K] x [K, N] grid)");
+    return true;
+  }
 
   // The element format of operand `name`: its dtype (F8_E4M3, F8_E5M2) or fp8q.elem.NAME.
   FormatId format(const ck::TensorInfo& t) const {
@@ -148,55 +159,69 @@ std::string read_text(const std::string& path) {
 
 void write_samples(const std::string& path, const DotSamples& s, bool with_d,
                    const std::map<std::string, std::string>& metadata) {
-  const std::vector<float> b = b_rows(s);
+  const std::vector<float> b = s.diagonal ? s.bt : b_rows(s);
   const std::vector<std::byte> ca = to_codes(s.a, s.format_a), cb = to_codes(b, s.format_b);
   auto last = [](FormatId f, std::size_t cols) { return f == FormatId::kE2M1 ? (cols + 1) / 2 : cols; };
-  if ((s.format_a == FormatId::kE2M1 && s.k % 2 != 0) || (s.format_b == FormatId::kE2M1 && s.n % 2 != 0))
-    throw UsageError("e2m1 operands are stored two codes per byte: K (for a) and N (for b) must be even");
+  const std::size_t b_rows_count = s.diagonal ? s.n : s.k, b_cols = s.diagonal ? s.k : s.n;
+  if ((s.format_a == FormatId::kE2M1 && s.k % 2 != 0) || (s.format_b == FormatId::kE2M1 && b_cols % 2 != 0))
+    throw UsageError(s.diagonal ? "e2m1 operands are stored two codes per byte: K must be even"
+                                : "e2m1 operands are stored two codes per byte: K (for a) and N (for b) must be even");
   std::vector<ck::TensorData> tensors = {
       {{"a", codes_dtype(s.format_a), {s.m, last(s.format_a, s.k)}}, ca},
-      {{"b", codes_dtype(s.format_b), {s.k, last(s.format_b, s.n)}}, cb}};
-  if (!s.c.empty()) tensors.push_back({{"c", ck::DType::kF32, {s.m, s.n}}, std::as_bytes(std::span(s.c))});
-  if (with_d) tensors.push_back({{"d", ck::DType::kF32, {s.m, s.n}}, std::as_bytes(std::span(s.d))});
+      {{"b", codes_dtype(s.format_b), {b_rows_count, last(s.format_b, b_cols)}}, cb}};
+  const std::vector<std::uint64_t> results = s.diagonal ? std::vector<std::uint64_t>{s.m} : std::vector<std::uint64_t>{s.m, s.n};
+  if (!s.c.empty()) tensors.push_back({{"c", ck::DType::kF32, results}, std::as_bytes(std::span(s.c))});
+  if (with_d) tensors.push_back({{"d", ck::DType::kF32, results}, std::as_bytes(std::span(s.d))});
   std::map<std::string, std::string> meta = metadata;
+  if (s.diagonal) meta[std::string(kLayoutKey)] = kSamplesLayout;
   meta["fp8q.elem.a"] = std::string(format_of(s.format_a).name);
   meta["fp8q.elem.b"] = std::string(format_of(s.format_b).name);
   ck::write_file(path, tensors, meta);
 }
 
 void write_samples_npz(const std::string& path, const DotSamples& s, bool with_d) {
-  const std::vector<float> b = b_rows(s);
+  const std::vector<float> b = s.diagonal ? s.bt : b_rows(s);
+  const std::vector<std::uint64_t> b_shape = s.diagonal ? std::vector<std::uint64_t>{s.n, s.k}
+                                                        : std::vector<std::uint64_t>{s.k, s.n};
+  const std::vector<std::uint64_t> results = s.diagonal ? std::vector<std::uint64_t>{s.m} : std::vector<std::uint64_t>{s.m, s.n};
   const std::vector<std::byte> ca = to_codes(s.a, s.format_a, true), cb = to_codes(b, s.format_b, true);
   std::vector<NpyArray> arrays = {{"a", "<f4", {s.m, s.k}, std::as_bytes(std::span(s.a))},
-                                  {"b", "<f4", {s.k, s.n}, std::as_bytes(std::span(b))},
+                                  {"b", "<f4", b_shape, std::as_bytes(std::span(b))},
                                   {"a_codes", "|u1", {s.m, s.k}, ca},
-                                  {"b_codes", "|u1", {s.k, s.n}, cb}};
-  if (!s.c.empty()) arrays.push_back({"c", "<f4", {s.m, s.n}, std::as_bytes(std::span(s.c))});
-  if (with_d) arrays.push_back({"d", "<f4", {s.m, s.n}, std::as_bytes(std::span(s.d))});
+                                  {"b_codes", "|u1", b_shape, cb}};
+  if (!s.c.empty()) arrays.push_back({"c", "<f4", results, std::as_bytes(std::span(s.c))});
+  if (with_d) arrays.push_back({"d", "<f4", results, std::as_bytes(std::span(s.d))});
   write_npz(path, arrays);
 }
 
 DotSamples read_samples(const std::string& path, const std::string& d_path) {
   const File in(path);
   DotSamples s;
-  const ck::TensorInfo& ta = in.need("a", "the M x K operand A");
-  const ck::TensorInfo& tb = in.need("b", "the K x N operand B");
+  s.diagonal = in.samples_form();
+  const ck::TensorInfo& ta = in.need("a", s.diagonal ? "the S x K rows of A" : "the M x K operand A");
+  const ck::TensorInfo& tb = in.need("b", s.diagonal ? "the S x K columns of B" : "the K x N operand B");
   s.format_a = in.format(ta), s.format_b = in.format(tb);
   std::size_t ka = 0, kb = 0;
   s.a = in.operand(ta, s.format_a, s.m, ka);
-  const std::vector<float> b = in.operand(tb, s.format_b, kb, s.n);
-  if (ka != kb) in.fail("b", "has " + std::to_string(kb) + " rows, but a has K = " + std::to_string(ka) + " columns");
+  if (s.diagonal) {
+    s.bt = in.operand(tb, s.format_b, s.n, kb);
+    if (s.n != s.m) in.fail("b", "has " + std::to_string(s.n) + " rows, but a has " + std::to_string(s.m) + " (one a sample)");
+    if (ka != kb) in.fail("b", "has K = " + std::to_string(kb) + " columns, but a has " + std::to_string(ka));
+  } else {
+    const std::vector<float> b = in.operand(tb, s.format_b, kb, s.n);
+    if (ka != kb) in.fail("b", "has " + std::to_string(kb) + " rows, but a has K = " + std::to_string(ka) + " columns");
+    s.bt.resize(s.n * kb);
+    for (std::size_t k = 0; k < kb; ++k)
+      for (std::size_t j = 0; j < s.n; ++j) s.bt[j * kb + k] = b[k * s.n + j];
+  }
   s.k = ka;
   if (s.k == 0 || s.m == 0 || s.n == 0) in.fail("a", "and b hold no dot product (M, N and K must be at least 1)");
-  s.bt.resize(s.n * s.k);
-  for (std::size_t k = 0; k < s.k; ++k)
-    for (std::size_t j = 0; j < s.n; ++j) s.bt[j * s.k + k] = b[k * s.n + j];
-  const std::vector<std::uint64_t> mn = {s.m, s.n};
+  const std::vector<std::uint64_t> mn = s.diagonal ? std::vector<std::uint64_t>{s.m} : std::vector<std::uint64_t>{s.m, s.n};
   if (in.has("c")) s.c = in.f32(in.need("c", "C"), mn);
   std::optional<File> other;
   if (!d_path.empty()) other.emplace(d_path);
   const File& from = other ? *other : in;
-  const std::vector<float> d = from.f32(from.need("d", "the measured D, [M, N] F32"), mn);
+  const std::vector<float> d = from.f32(from.need("d", s.diagonal ? "the measured D, [S] F32" : "the measured D, [M, N] F32"), mn);
   s.d.resize(d.size());
   for (std::size_t i = 0; i < d.size(); ++i) s.d[i] = bits_of(d[i]);
   return s;

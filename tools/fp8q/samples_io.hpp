@@ -4,7 +4,9 @@
 // e4m3fn, F8_E5M2 for e5m2, U8 with __metadata__ fp8q.elem.a / fp8q.elem.b naming any other
 // element format; e2m1 two codes per byte as `fp8q matmul` reads them) or as F32 values of the
 // format that fp8q.elem.a / fp8q.elem.b names; c [M, N] F32, optional; d [M, N] F32 (or the
-// d of another file: a device's output).
+// d of another file: a device's output). The samples form (__metadata__ fp8q.layout =
+// "samples"), for independent dot products: a [S, K], b [S, K] (row i of b is sample i's column
+// of B), c [S], d [S]; DotSamples::diagonal holds it.
 // Text: the published tensor-core format (checkpoint/mma_text.hpp): A, B, D and optionally C
 // files, A's values of one element format and B's of one (the same or another).
 #pragma once
@@ -16,7 +18,8 @@
 
 namespace fp8q::cli {
 
-// Writes a, b, c (when s has C) and d (when `with_d`) to `path`, atomically.
+// Writes a, b, c (when s has C) and d (when `with_d`) to `path`, atomically: the samples form
+// when s is diagonal.
 void write_samples(const std::string& path, const DotSamples& s, bool with_d,
                    const std::map<std::string, std::string>& metadata);
 
