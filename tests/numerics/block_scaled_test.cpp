@@ -153,12 +153,14 @@ TEST_P(BlockScaledOnIsa, MxEqualsThePerBlockReference) {
     for (const Format* from : {&kF32, &kBF16, &kF16})
       for (auto [rows, cols] : shapes) {
         const auto in = random_matrix(*from, rows * cols, rows * 31 + cols, true);
-        for (FormatId id : {FormatId::kE4M3FN, FormatId::kE5M2, FormatId::kE2M1, FormatId::kE3M2})
-          for (Rounding r : test::kAllRoundings) {
+        for (FormatId id : {FormatId::kE4M3FN, FormatId::kE5M2, FormatId::kE2M1, FormatId::kE3M2, FormatId::kE2M3})
+          for (Rounding r : test::kAllRoundings)
+            for (Overflow ov : test::kAllOverflows) {
             const Format& to = format_of(id);
             const test::Oracle oracle(to);
             ConvertOptions o;
             o.rounding = r;
+            o.overflow = ov;
             o.seed = 1234;
             const std::size_t per_row = (cols + 31) / 32;
             std::vector<std::uint8_t> got(rows * cols), got_scales(rows * per_row);
@@ -183,7 +185,8 @@ TEST_P(BlockScaledOnIsa, MxEqualsThePerBlockReference) {
                     const double exact = std::ldexp(static_cast<double>(float_of(f32)), 127 - code);
                     want = oracle(exact, r, o.overflow, sr_random(o.seed, o.offset + i));
                   }
-                  ASSERT_EQ(got[i], want) << from->name << " -> " << to.name << " " << rounding_name(r) << " table "
+                  ASSERT_EQ(got[i], want) << from->name << " -> " << to.name << " " << rounding_name(r) << " "
+                                          << overflow_name(ov) << " table "
                                           << t_index << " element (" << row << ", " << c << ")";
                 }
               }

@@ -25,7 +25,7 @@ typename Ops::V narrow_mode(typename Ops::V u, std::uint64_t counter, const Narr
                             const fp8q::detail::NarrowParams& p, typename Ops::V& nan_seen) {
   using fp8q::Rounding;
   using V = typename Ops::V;
-  static_assert(R != Rounding::kNearestEven, "nearest-even: narrow_rne (narrow_nearest.hpp)");
+  static_assert(R != Rounding::kNearestEven, "nearest-even: NarrowNearest (narrow_nearest.hpp)");
   const V a = Ops::band(u, k.c7fffffff);
   const V sgn = Ops::srl(u, 31);
   const V e32 = Ops::srl(a, 23);

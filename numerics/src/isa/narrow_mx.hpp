@@ -150,11 +150,11 @@ struct NarrowMx {
             Bf16::template block32<Fl>(src + 2 * i, out + i, ebv, Bf16::eb_idx_vec(k16, ebv), k16, nan16);
           }
         } else if (code != 0xFF) {
-          V u[4], c[4];
+          V u[4];
           Ops::load4_bf16_interleaved(src + 2 * i, u);
           const auto f = Ops::set1f(m.multiplier[code]);
-          for (std::size_t j = 0; j < 4; ++j) c[j] = narrow_rne(Ops::bits(Ops::mul(Ops::as_float(u[j]), f)), k, p, nan_seen);
-          Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
+          for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::mul(Ops::as_float(u[j]), f));
+          NarrowNearest<Ops>::template convert4<Fl, true>(u, out + i, k, nan_seen);
         } else {
           std::memset(out + i, m.nan_fill, 32);
         }
@@ -163,12 +163,27 @@ struct NarrowMx {
     return whole;
   }
 
-  // Any source and rounding, through the fp32 kernels.
+  // Any source and rounding, through the fp32 kernels: nearest-even in the target's flavor
+  // (NarrowNearest::convert4, as the plain conversion), the other modes through narrow_mode.
   template <fp8q::detail::Source S, fp8q::Rounding R>
   static std::size_t run_any(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                              std::uint64_t index0, const fp8q::detail::NarrowParams& p,
                              const fp8q::detail::MxParams& m) {
-    const Consts k(p);
+    if constexpr (R == fp8q::Rounding::kNearestEven) {
+      return narrow_flavor(p, [&](auto flavor) {
+        return run_stretches<S, R, decltype(flavor)>(in, out, scales, n, index0, p, m);
+      });
+    } else {
+      return run_stretches<S, R, void>(in, out, scales, n, index0, p, m);
+    }
+  }
+
+  // run_any's loop; Fl: the flavor under nearest-even, void for the other modes.
+  template <fp8q::detail::Source S, fp8q::Rounding R, class Fl>
+  static std::size_t run_stretches(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
+                                   std::uint64_t index0, const fp8q::detail::NarrowParams& p,
+                                   const fp8q::detail::MxParams& m) {
+    const Consts k(p, R == fp8q::Rounding::kStochastic);
     constexpr std::size_t L = Ops::kLanes, kGroup = 4 * L, kPerBlock = 32 / L, kStretch = 2048;
     static_assert(kGroup % 32 == 0 && 32 % L == 0 && kStretch % kGroup == 0);
     constexpr std::size_t kBytes = S == fp8q::detail::Source::kF32 ? 4 : 2;
@@ -189,27 +204,30 @@ struct NarrowMx {
         } else {
           for (std::size_t j = 0; j < 4; ++j) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
         }
-        V c[4];
-        for (std::size_t j = 0; j < 4; ++j) {
-          const auto f = Ops::set1f(m.multiplier[scales[i / 32 + j / kPerBlock]]);  // 0xFF: overwritten
-          V x = Ops::bits(Ops::mul(Ops::as_float(u[j]), f));
-          if constexpr (R == fp8q::Rounding::kUp || R == fp8q::Rounding::kDown || R == fp8q::Rounding::kOdd) {
-            // a product flushed to +/-0 from a nonzero x stays nonzero: +/-2^-149 (the exact
-            // value rounds away from 0 in these modes; in the others it gives 0 either way)
-            const V lost = Ops::andnot(Ops::eq(Ops::band(u[j], k.c7fffffff), k.zero),
-                                       Ops::eq(Ops::band(x, k.c7fffffff), k.zero));
-            x = Ops::select(lost, Ops::bor(Ops::band(u[j], k.c80000000), k.one), x);
-          }
-          if constexpr (R == fp8q::Rounding::kNearestEven) {
-            c[j] = narrow_rne(x, k, p, nan_seen);
-          } else {
+        if constexpr (!std::is_void_v<Fl>) {
+          V x[4];
+          for (std::size_t j = 0; j < 4; ++j)  // 0xFF: overwritten
+            x[j] = Ops::bits(Ops::mul(Ops::as_float(u[j]), Ops::set1f(m.multiplier[scales[i / 32 + j / kPerBlock]])));
+          NarrowNearest<Ops>::template convert4<Fl, kInter>(x, out + i, k, nan_seen);
+        } else {
+          V c[4];
+          for (std::size_t j = 0; j < 4; ++j) {
+            const auto f = Ops::set1f(m.multiplier[scales[i / 32 + j / kPerBlock]]);  // 0xFF: overwritten
+            V x = Ops::bits(Ops::mul(Ops::as_float(u[j]), f));
+            if constexpr (R == fp8q::Rounding::kUp || R == fp8q::Rounding::kDown || R == fp8q::Rounding::kOdd) {
+              // a product flushed to +/-0 from a nonzero x stays nonzero: +/-2^-149 (the exact
+              // value rounds away from 0 in these modes; in the others it gives 0 either way)
+              const V lost = Ops::andnot(Ops::eq(Ops::band(u[j], k.c7fffffff), k.zero),
+                                         Ops::eq(Ops::band(x, k.c7fffffff), k.zero));
+              x = Ops::select(lost, Ops::bor(Ops::band(u[j], k.c80000000), k.one), x);
+            }
             c[j] = narrow_mode<R>(x, base + i + j * L, k, p, nan_seen);
           }
-        }
-        if constexpr (kInter) {
-          Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
-        } else {
-          Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
+          if constexpr (kInter) {
+            Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
+          } else {
+            Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
+          }
         }
       }
       for (std::size_t i = s0; i < s1; i += 32)

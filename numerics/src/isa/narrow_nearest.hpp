@@ -62,21 +62,6 @@ typename Ops::V rne_shifted(typename Ops::V u, const NarrowConsts<Ops>& k, typen
   return Ops::select(is_nan, k.nan_shifted, t);
 }
 
-// One vector of fp32 bit patterns -> one vector of codes, the target's choices read from p.
-template <class Ops>
-typename Ops::V narrow_rne(typename Ops::V u, const NarrowConsts<Ops>& k, const fp8q::detail::NarrowParams& p,
-                           typename Ops::V& nan_seen) {
-  using V = typename Ops::V;
-  V mag = rne_magnitude(u, k);
-  mag = p.inf_result ? Ops::select(Ops::gt(mag, k.max_code), k.inf_or_nan, mag) : Ops::min(mag, k.max_code);
-  const V is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);
-  mag = Ops::select(is_nan, k.nan_code, mag);
-  if (!p.has_nan) nan_seen = Ops::bor(nan_seen, is_nan);
-  V sign = Ops::srl(Ops::band(u, k.c80000000), 31 - k.sign_shift);
-  if (!p.negative_zero) sign = Ops::andnot(Ops::eq(mag, k.zero), sign);  // fnuz: no -0
-  return Ops::bor(mag, sign);
-}
-
 // Nearest-even magnitude codes with the target's choices fixed at compile time (the sign is
 // applied by the store).
 template <class Fl, class Ops>
@@ -121,36 +106,47 @@ struct NarrowNearest {
       for (; i + 4 * L <= n; i += 4 * L) {
         const unsigned char* block = src + i * kBytes;
         for (std::size_t line = 0; line < 4 * L * kBytes; line += 64) Ops::prefetch(block + fp8q::detail::kPrefetchBytes + line);
-        V u[4], c[4];
+        V u[4];
         if constexpr (kInter) Ops::load4_bf16_interleaved(block, u);
         for (std::size_t j = 0; j < 4; ++j) {
           if constexpr (!kInter) u[j] = Ops::bits(Ops::template load<S>(block + j * L * kBytes));
           if constexpr (kScale != NarrowScale::kNone) u[j] = Ops::bits(narrow_scaled<kScale>(Ops::as_float(u[j]), k));
-          if constexpr (kShifted<Fl>) {
-            c[j] = rne_shifted(u[j], k, nan_seen, Fl::kHasNan);
-          } else {
-            c[j] = rne_mag<Fl>(u[j], k, nan_seen);
-          }
         }
-        if constexpr (kShifted<Fl>) {
-          Ops::template store_bytes4_signed_shifted<Fl::kNegativeZero, kInter>(out + i, c, u, k.c16, k.code_shift);
-        } else if constexpr (Fl::kSign7) {
-          Ops::template store_bytes4_signed<Fl::kNegativeZero, kInter>(out + i, c, u);
-        } else {
-          for (std::size_t j = 0; j < 4; ++j) {
-            V sign = Ops::srl(Ops::band(u[j], k.c80000000), 31 - k.sign_shift);
-            if constexpr (!Fl::kNegativeZero) sign = Ops::andnot(Ops::eq(c[j], k.zero), sign);
-            c[j] = Ops::bor(c[j], sign);
-          }
-          if constexpr (kInter) {
-            Ops::store_bytes4_interleaved(out + i, c[0], c[1], c[2], c[3]);
-          } else {
-            Ops::store_bytes4(out + i, c[0], c[1], c[2], c[3]);
-          }
-        }
+        convert4<Fl, kInter>(u, out + i, k, nan_seen);
       }
       return Ops::any(nan_seen);
     });
     return narrow_tail<S>(src, out, i, n, index0, p) || nan_unrepresentable;  // the tail: scalar reference
+  }
+
+  // Four vectors of fp32 bit patterns (already scaled) -> their 4L codes at out, in the
+  // flavor's form; the MX driver calls it too.
+  template <class Fl, bool kInter>
+  [[gnu::always_inline]] static void convert4(const V (&u)[4], std::uint8_t* out, const NarrowConsts<Ops>& k,
+                                              V& nan_seen) {
+    V c[4];
+    for (std::size_t j = 0; j < 4; ++j) {
+      if constexpr (kShifted<Fl>) {
+        c[j] = rne_shifted(u[j], k, nan_seen, Fl::kHasNan);
+      } else {
+        c[j] = rne_mag<Fl>(u[j], k, nan_seen);
+      }
+    }
+    if constexpr (kShifted<Fl>) {
+      Ops::template store_bytes4_signed_shifted<Fl::kNegativeZero, kInter>(out, c, u, k.c16, k.code_shift);
+    } else if constexpr (Fl::kSign7) {
+      Ops::template store_bytes4_signed<Fl::kNegativeZero, kInter>(out, c, u);
+    } else {
+      for (std::size_t j = 0; j < 4; ++j) {
+        V sign = Ops::srl(Ops::band(u[j], k.c80000000), 31 - k.sign_shift);
+        if constexpr (!Fl::kNegativeZero) sign = Ops::andnot(Ops::eq(c[j], k.zero), sign);
+        c[j] = Ops::bor(c[j], sign);
+      }
+      if constexpr (kInter) {
+        Ops::store_bytes4_interleaved(out, c[0], c[1], c[2], c[3]);
+      } else {
+        Ops::store_bytes4(out, c[0], c[1], c[2], c[3]);
+      }
+    }
   }
 };
