@@ -57,7 +57,7 @@ typename Ops::V rne_shifted(typename Ops::V u, const NarrowConsts<Ops>& k, typen
   const V a = Ops::min(Ops::band(u, k.c7fffffff), k.max_bits);
   const V e = Ops::max(Ops::band(a, k.c7f800000), k.min_normal);
   const V t = Ops::madd16(Ops::bits(Ops::add_f(Ops::as_float(a), Ops::as_float(Ops::add(e, k.quantum_shift)))), k.madd_weights);
-  const V is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);
+  const auto is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);  // Ops::Mask where it has one
   if (!has_nan) nan_seen = Ops::bor(nan_seen, is_nan);
   return Ops::select(is_nan, k.nan_shifted, t);
 }
@@ -75,7 +75,7 @@ template <class Fl, class Ops>
   } else {
     mag = rne_magnitude_saturated(u, k);
   }
-  const V is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);
+  const auto is_nan = Ops::gt(Ops::band(u, k.c7fffffff), k.c7f800000);  // Ops::Mask where it has one
   if constexpr (!Fl::kHasNan) nan_seen = Ops::bor(nan_seen, is_nan);
   return Ops::select(is_nan, k.nan_code, mag);
 }

@@ -34,10 +34,21 @@ struct OpsAvx512 {
   static V srlv(V a, V n) { return _mm512_srlv_epi32(a, n); }
   static V max(V a, V b) { return _mm512_max_epi32(a, b); }  // signed
   static V min(V a, V b) { return _mm512_min_epi32(a, b); }
-  static V gt(V a, V b) { return from_mask(_mm512_cmpgt_epi32_mask(a, b)); }  // signed
-  static V eq(V a, V b) { return from_mask(_mm512_cmpeq_epi32_mask(a, b)); }
+  // A comparison's result as the mask register it is; where the kernel text combines it with
+  // vectors it becomes a vector of all-ones / zero lanes, while a select, a test, an or and an
+  // and-not take it as it is (a vector round trip costs two operations).
+  struct Mask {
+    __mmask16 k;
+    operator V() const { return from_mask(k); }
+  };
+  static Mask gt(V a, V b) { return {_mm512_cmpgt_epi32_mask(a, b)}; }  // signed
+  static Mask eq(V a, V b) { return {_mm512_cmpeq_epi32_mask(a, b)}; }
   static V select(V mask, V yes, V no) { return _mm512_mask_blend_epi32(to_mask(mask), no, yes); }
+  static V select(Mask m, V yes, V no) { return _mm512_mask_blend_epi32(m.k, no, yes); }
   static bool any(V mask) { return to_mask(mask) != 0; }
+  static bool any(Mask m) { return m.k != 0; }
+  static V bor(V a, Mask m) { return _mm512_mask_mov_epi32(a, m.k, _mm512_set1_epi32(-1)); }
+  static V andnot(Mask m, V b) { return _mm512_maskz_mov_epi32(static_cast<__mmask16>(~m.k), b); }
   static std::int32_t hmax(V a) {  // the largest lane (signed)
     const __m256i h = _mm256_max_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
     __m128i m = _mm_max_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
