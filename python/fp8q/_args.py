@@ -24,6 +24,43 @@ def tensor(x: object, name: str) -> torch.Tensor:
     return x
 
 
+def optional_tensor(x: object, name: str) -> Optional[torch.Tensor]:
+    return None if x is None else tensor(x, name)
+
+
+def text(value: object, name: str) -> str:
+    """A name the library parses (a mode, a policy, a granularity, a profile, a layout)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def integer(value: object, name: str) -> int:
+    """An int (not a bool); the library checks its range."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value
+
+
+def real(value: object, name: str) -> float:
+    """A float or an int (not a bool); the library checks its range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a float, not {type(value).__name__}")
+    return float(value)
+
+
+def flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def dtype(value: object, name: str) -> torch.dtype:
+    if not isinstance(value, torch.dtype):
+        raise TypeError(f"{name} must be a torch.dtype, not {type(value).__name__}")
+    return value
+
+
 def scale_tensor(scale: Scale, name: str = "scale") -> Optional[torch.Tensor]:
     """A float (rounded to float32 nearest-even, as torch.tensor does) or a 1-element float32 tensor."""
     if scale is None or isinstance(scale, torch.Tensor):

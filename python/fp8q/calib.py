@@ -31,7 +31,10 @@ class Histogram:
     """A log-linear histogram of |x| (``bins`` a power of two, the ``tail`` largest values kept exactly)."""
 
     def __init__(self, bins: int = 2048, tail: int = 256, *, state: torch.Tensor | None = None) -> None:
-        self.state = torch.ops.fp8q.histogram_new(bins, tail) if state is None else _args.tensor(state, "state")
+        if state is None:
+            self.state = torch.ops.fp8q.histogram_new(_args.integer(bins, "bins"), _args.integer(tail, "tail"))
+        else:
+            self.state = _args.tensor(state, "state")
 
     def observe(self, x: torch.Tensor) -> "Histogram":
         """The histogram with x's elements (float32, bfloat16, float16) added."""
@@ -55,7 +58,13 @@ class Histogram:
     ) -> torch.Tensor:
         """The calibrated amax (0-d float32) for ``format`` by ``method``; see docs/numerics.md section 7."""
         return torch.ops.fp8q.calibrate(
-            self.state, method, get(format).name, percentile, margin, amax_epsilon, power_of_two
+            self.state,
+            _args.text(method, "method"),
+            get(format).name,
+            _args.real(percentile, "percentile"),
+            _args.integer(margin, "margin"),
+            _args.real(amax_epsilon, "amax_epsilon"),
+            _args.flag(power_of_two, "power_of_two"),
         )
 
     @property

@@ -62,8 +62,9 @@ def convert(
         [1.25, 1.0, 1.0, 1.0]
     """
     _args.tensor(x, "x")
-    args = (x, get(to).name, name_of(from_format), rounding, overflow, nan, _args.u64(seed, "seed"),
-            _args.u64(offset, "offset"), _args.scale_tensor(scale), scale_op)
+    args = (x, get(to).name, name_of(from_format), _args.text(rounding, "rounding"), _args.text(overflow, "overflow"),
+            _args.text(nan, "nan"), _args.u64(seed, "seed"), _args.u64(offset, "offset"), _args.scale_tensor(scale),
+            _args.text(scale_op, "scale_op"))
     if out is None:
         return torch.ops.fp8q.convert(*args)
     torch.ops.fp8q.convert_into(*args, out=_args.tensor(out, "out"))
@@ -81,7 +82,7 @@ def amax(x: torch.Tensor, granularity: str = "tensor") -> torch.Tensor:
         >>> fp8q.amax(torch.tensor([[1.0, -3.0], [2.0, 0.5]]), "row").flatten().tolist()
         [3.0, 2.0]
     """
-    return torch.ops.fp8q.amax(_args.tensor(x, "x"), granularity)
+    return torch.ops.fp8q.amax(_args.tensor(x, "x"), _args.text(granularity, "granularity"))
 
 
 def scale_from_amax(
@@ -105,7 +106,12 @@ def scale_from_amax(
         [1.0, 1.0, 128.0]
     """
     return torch.ops.fp8q.scale_from_amax(
-        _args.tensor(amax, "amax"), get(format).name, scale_op, margin, amax_epsilon, power_of_two
+        _args.tensor(amax, "amax"),
+        get(format).name,
+        _args.text(scale_op, "scale_op"),
+        _args.integer(margin, "margin"),
+        _args.real(amax_epsilon, "amax_epsilon"),
+        _args.flag(power_of_two, "power_of_two"),
     )
 
 
@@ -135,9 +141,9 @@ def cast_transpose(
         _args.tensor(x, "x"),
         get(to).name,
         _args.scale_tensor(scale),
-        rounding,
-        overflow,
-        nan,
+        _args.text(rounding, "rounding"),
+        _args.text(overflow, "overflow"),
+        _args.text(nan, "nan"),
         _args.u64(seed, "seed"),
         _args.u64(offset, "offset"),
     )

@@ -89,9 +89,15 @@ def matmul(
     """
     ac, af, asc, ascale = _split(a, "a", a_format)
     bc, bf, bsc, bscale = _split(b, "b", b_format)
-    return torch.ops.fp8q.matmul(
-        ac, bc, profile, af, bf, asc, ascale, bsc, bscale, c, bias, model or "", out_dtype, trainium, c_role
-    )
+    return torch.ops.fp8q.matmul(ac, bc, *_gemm_args(profile, af, bf, asc, ascale, bsc, bscale, c, bias, model,
+                                                     out_dtype, trainium, c_role))
+
+
+def _gemm_args(profile, af, bf, asc, ascale, bsc, bscale, c, bias, model, out_dtype, trainium, c_role) -> tuple:
+    """The operator's arguments after A and B, each checked for its type (TypeError naming it)."""
+    return (_args.text(profile, "profile"), af, bf, asc, ascale, bsc, bscale, _args.optional_tensor(c, "c"),
+            _args.optional_tensor(bias, "bias"), "" if model is None else _args.text(model, "model"),
+            _args.dtype(out_dtype, "out_dtype"), _args.flag(trainium, "trainium"), _args.text(c_role, "c_role"))
 
 
 def _transpose_codes(codes: torch.Tensor, fmt: str) -> tuple[torch.Tensor, str]:
@@ -129,10 +135,8 @@ def linear(
     ac, af, asc, ascale = _split(x, "x", x_format)
     wc, wf, wsc, wscale = _split(w, "w", w_format, transposed=True)
     bc, bf = _transpose_codes(wc, wf or get(wc.dtype).name)
-    return torch.ops.fp8q.matmul(
-        ac, bc, profile, af, bf, asc, ascale, wsc, _bt_scale(wscale), c, bias, model or "", out_dtype, trainium,
-        c_role,
-    )
+    return torch.ops.fp8q.matmul(ac, bc, *_gemm_args(profile, af, bf, asc, ascale, wsc, _bt_scale(wscale), c, bias,
+                                                     model, out_dtype, trainium, c_role))
 
 
 def _bt_scale(scale: Optional[torch.Tensor]) -> Optional[torch.Tensor]:

@@ -88,15 +88,15 @@ def quantize(
     codes, scales = torch.ops.fp8q.quantize(
         x,
         get(format).name,
-        granularity,
-        scale_op,
-        margin,
-        amax_epsilon,
-        power_of_two,
-        mx_rule,
-        rounding,
-        overflow,
-        nan,
+        _args.text(granularity, "granularity"),
+        _args.text(scale_op, "scale_op"),
+        _args.integer(margin, "margin"),
+        _args.real(amax_epsilon, "amax_epsilon"),
+        _args.flag(power_of_two, "power_of_two"),
+        _args.text(mx_rule, "mx_rule"),
+        _args.text(rounding, "rounding"),
+        _args.text(overflow, "overflow"),
+        _args.text(nan, "nan"),
         _args.u64(seed, "seed"),
         _args.u64(offset, "offset"),
     )
@@ -114,13 +114,14 @@ def dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.float32) -> torch.
     """
     if not isinstance(q, QuantizedTensor):
         raise TypeError(f"q must be a QuantizedTensor, not {type(q).__name__}")
-    return torch.ops.fp8q.dequantize(q.codes, q.scales, q.granularity, q.format, dtype)
+    return torch.ops.fp8q.dequantize(q.codes, q.scales, q.granularity, q.format, _args.dtype(dtype, "dtype"))
 
 
 def from_codes(
     codes: torch.Tensor, scales: torch.Tensor, granularity: str, format: Optional[FormatLike] = None
 ) -> QuantizedTensor:
     """A QuantizedTensor from stored codes and scales (a checkpoint's), checked by dequantizing meta tensors."""
+    _args.tensor(codes, "codes"), _args.tensor(scales, "scales"), _args.text(granularity, "granularity")
     fmt = get(format).name if format is not None else get(codes.dtype).name
     torch.ops.fp8q.dequantize(codes.to("meta"), scales.to("meta"), granularity, fmt, torch.float32)
     return QuantizedTensor(codes, scales, fmt, granularity)

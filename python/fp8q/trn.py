@@ -46,8 +46,8 @@ def nc_matmul(
         _args.tensor(moving, "moving"),
         name_of(stationary_format),
         name_of(moving_format),
-        perf_mode,
-        psum,
+        _args.text(perf_mode, "perf_mode"),
+        _args.optional_tensor(psum, "psum"),
     )
 
 
@@ -69,39 +69,42 @@ def nc_matmul_mx(
         _args.tensor(stationary_scale, "stationary_scale"),
         _args.tensor(moving, "moving"),
         _args.tensor(moving_scale, "moving_scale"),
-        stationary_type,
-        moving_type,
-        psum,
-        exact_partition_sum,
-        single_rounding_add,
+        _args.text(stationary_type, "stationary_type"),
+        _args.text(moving_type, "moving_type"),
+        _args.optional_tensor(psum, "psum"),
+        _args.flag(exact_partition_sum, "exact_partition_sum"),
+        _args.flag(single_rounding_add, "single_rounding_add"),
     )
 
 
 def pack_codes(codes: torch.Tensor, layout: Layout) -> torch.Tensor:
     """[K, N] codes (one a byte) -> the on-chip image [128, ceil(K/512), N, 4] (padding 0x00)."""
-    return torch.ops.fp8q.trn3_pack_codes(_args.tensor(codes, "codes"), layout)
+    return torch.ops.fp8q.trn3_pack_codes(_args.tensor(codes, "codes"), _args.text(layout, "layout"))
 
 
 def unpack_codes(onchip: torch.Tensor, layout: Layout, k: int) -> torch.Tensor:
     """The inverse of pack_codes for an operand of K = k."""
-    return torch.ops.fp8q.trn3_unpack_codes(_args.tensor(onchip, "onchip"), layout, k)
+    return torch.ops.fp8q.trn3_unpack_codes(_args.tensor(onchip, "onchip"), _args.text(layout, "layout"),
+                                            _args.integer(k, "k"))
 
 
 def pack_scales(scales: torch.Tensor, layout: Layout, k: int) -> torch.Tensor:
     """Compact E8M0 scales [groups, N] -> the quadrant-placed scale tile [128, ceil(K/512), N]."""
-    return torch.ops.fp8q.trn3_pack_scales(_args.tensor(scales, "scales"), layout, k)
+    return torch.ops.fp8q.trn3_pack_scales(_args.tensor(scales, "scales"), _args.text(layout, "layout"),
+                                           _args.integer(k, "k"))
 
 
 def unpack_scales(onchip: torch.Tensor, layout: Layout, k: int) -> torch.Tensor:
     """The inverse of pack_scales."""
-    return torch.ops.fp8q.trn3_unpack_scales(_args.tensor(onchip, "onchip"), layout, k)
+    return torch.ops.fp8q.trn3_unpack_scales(_args.tensor(onchip, "onchip"), _args.text(layout, "layout"),
+                                             _args.integer(k, "k"))
 
 
 def pack_x4(codes: torch.Tensor, type: X4Type) -> torch.Tensor:
     """Codes [..., 4F] one a byte -> x4 containers' bytes [..., F, 4] (fp4: [..., F, 2])."""
-    return torch.ops.fp8q.pack_x4(_args.tensor(codes, "codes"), type)
+    return torch.ops.fp8q.pack_x4(_args.tensor(codes, "codes"), _args.text(type, "type"))
 
 
 def unpack_x4(image: torch.Tensor, type: X4Type) -> torch.Tensor:
     """The inverse of pack_x4 (fp4 codes come back as uint8, one a byte)."""
-    return torch.ops.fp8q.unpack_x4(_args.tensor(image, "image"), type)
+    return torch.ops.fp8q.unpack_x4(_args.tensor(image, "image"), _args.text(type, "type"))

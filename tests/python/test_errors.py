@@ -145,6 +145,72 @@ def test_bad_input_is_named(call, kind, pattern):
         call()
 
 
+Q8 = torch.zeros(4, 64).to(torch.float8_e4m3fn)
+H = fp8q.calib.Histogram(64, 8)
+
+
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda: fp8q.convert(X, "e4m3fn", rounding=1), "rounding"),
+        (lambda: fp8q.convert(X, "e4m3fn", overflow=None), "overflow"),
+        (lambda: fp8q.convert(X, "e4m3fn", nan=0), "nan"),
+        (lambda: fp8q.convert(X, "e4m3fn", scale_op=True), "scale_op"),
+        (lambda: fp8q.convert(X, "e4m3fn", seed=1.5), "seed"),
+        (lambda: fp8q.amax(X, None), "granularity"),
+        (lambda: fp8q.scale_from_amax(torch.ones(2), "e4m3fn", scale_op=2), "scale_op"),
+        (lambda: fp8q.scale_from_amax(torch.ones(2), "e4m3fn", margin=1.0), "margin"),
+        (lambda: fp8q.scale_from_amax(torch.ones(2), "e4m3fn", amax_epsilon="0"), "amax_epsilon"),
+        (lambda: fp8q.scale_from_amax(torch.ones(2), "e4m3fn", power_of_two=1), "power_of_two"),
+        (lambda: fp8q.cast_transpose(X, "e4m3fn", rounding=0), "rounding"),
+        (lambda: fp8q.cast_transpose(X, "e4m3fn", overflow=0), "overflow"),
+        (lambda: fp8q.cast_transpose(X, "e4m3fn", nan=0), "nan"),
+        (lambda: fp8q.quantize(X, "e4m3fn", granularity=3), "granularity"),
+        (lambda: fp8q.quantize(X, "e4m3fn", scale_op=None), "scale_op"),
+        (lambda: fp8q.quantize(X, "e4m3fn", margin="1"), "margin"),
+        (lambda: fp8q.quantize(X, "e4m3fn", amax_epsilon=None), "amax_epsilon"),
+        (lambda: fp8q.quantize(X, "e4m3fn", power_of_two="yes"), "power_of_two"),
+        (lambda: fp8q.quantize(X, "e4m3fn", granularity="mx", mx_rule=1), "mx_rule"),
+        (lambda: fp8q.quantize(X, "e4m3fn", rounding=1), "rounding"),
+        (lambda: fp8q.quantize(X, "e4m3fn", overflow=1), "overflow"),
+        (lambda: fp8q.quantize(X, "e4m3fn", nan=1), "nan"),
+        (lambda: fp8q.dequantize(fp8q.quantize(X, "e4m3fn"), "float32"), "dtype"),
+        (lambda: fp8q.from_codes(Q8, torch.ones(1, 1), 1), "granularity"),
+        (lambda: fp8q.from_codes([1], torch.ones(1, 1), "tensor"), "codes"),
+        (lambda: fp8q.matmul(Q8, Q8.t(), profile=3), "profile"),
+        (lambda: fp8q.matmul(Q8, Q8.t(), profile="trn3", model=1), "model"),
+        (lambda: fp8q.matmul(Q8, Q8.t(), profile="trn3", c=1.0), "c"),
+        (lambda: fp8q.matmul(Q8, Q8.t(), profile="trn3", bias=[0.0]), "bias"),
+        (lambda: fp8q.matmul(Q8, Q8.t(), profile="trn3", out_dtype="float32"), "out_dtype"),
+        (lambda: fp8q.matmul(Q8, Q8.t(), profile="trn3", trainium=1), "trainium"),
+        (lambda: fp8q.matmul(Q8, Q8.t(), profile="trn3", c_role=None), "c_role"),
+        (lambda: fp8q.linear(Q8, Q8, profile=None), "profile"),
+        (lambda: fp8q.trn.nc_matmul(Q8, Q8, perf_mode=2), "perf_mode"),
+        (lambda: fp8q.trn.nc_matmul(Q8, Q8, psum=0.0), "psum"),
+        (lambda: fp8q.trn.nc_matmul_mx(Q8, Q8, Q8, Q8, stationary_type=4), "stationary_type"),
+        (lambda: fp8q.trn.nc_matmul_mx(Q8, Q8, Q8, Q8, moving_type=4), "moving_type"),
+        (lambda: fp8q.trn.nc_matmul_mx(Q8, Q8, Q8, Q8, exact_partition_sum=1), "exact_partition_sum"),
+        (lambda: fp8q.trn.nc_matmul_mx(Q8, Q8, Q8, Q8, single_rounding_add=None), "single_rounding_add"),
+        (lambda: fp8q.trn.pack_codes(Q8, 1), "layout"),
+        (lambda: fp8q.trn.unpack_codes(Q8, "1x32", "64"), "k"),
+        (lambda: fp8q.trn.pack_scales(Q8, "1x32", 64.0), "k"),
+        (lambda: fp8q.trn.unpack_scales(Q8, b"1x32", 64), "layout"),
+        (lambda: fp8q.trn.pack_x4(Q8, None), "type"),
+        (lambda: fp8q.trn.unpack_x4(Q8, 4), "type"),
+        (lambda: fp8q.calib.Histogram(bins="64"), "bins"),
+        (lambda: fp8q.calib.Histogram(64, tail=8.0), "tail"),
+        (lambda: H.calibrate(1, "e4m3fn"), "method"),
+        (lambda: H.calibrate("percentile", "e4m3fn", percentile="99"), "percentile"),
+        (lambda: H.calibrate("max", "e4m3fn", margin=0.5), "margin"),
+        (lambda: H.calibrate("max", "e4m3fn", amax_epsilon=[0]), "amax_epsilon"),
+        (lambda: H.calibrate("max", "e4m3fn", power_of_two=0), "power_of_two"),
+    ],
+)
+def test_an_argument_of_the_wrong_type_is_named(call, argument):
+    with pytest.raises(TypeError, match=rf"^{argument} must be a"):
+        call()
+
+
 def test_a_corrupted_histogram_state_names_the_field():
     h = fp8q.calib.Histogram(bins=64, tail=4).observe(torch.tensor([1.0, 2.0, 3.0]))
     for word, value, pattern in [(0, 1, "tag"), (5, 7, "bins hold 3 samples, the count is 7"),
