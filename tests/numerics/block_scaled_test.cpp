@@ -156,41 +156,41 @@ TEST_P(BlockScaledOnIsa, MxEqualsThePerBlockReference) {
         for (FormatId id : {FormatId::kE4M3FN, FormatId::kE5M2, FormatId::kE2M1, FormatId::kE3M2, FormatId::kE2M3})
           for (Rounding r : test::kAllRoundings)
             for (Overflow ov : test::kAllOverflows) {
-            const Format& to = format_of(id);
-            const test::Oracle oracle(to);
-            ConvertOptions o;
-            o.rounding = r;
-            o.overflow = ov;
-            o.seed = 1234;
-            const std::size_t per_row = (cols + 31) / 32;
-            std::vector<std::uint8_t> got(rows * cols), got_scales(rows * per_row);
-            convert_mx(in, *from, rows, cols, 32, got, got_scales, to, table, o, {1, GetParam()});
-            for (std::size_t row = 0; row < rows; ++row)
-              for (std::size_t b = 0; b < per_row; ++b) {
-                const std::size_t c0 = b * 32, c1 = std::min(cols, c0 + 32);
-                std::uint32_t amax = 0;
-                for (std::size_t c = c0; c < c1; ++c) {
-                  const auto f32 = static_cast<std::uint32_t>(
-                      convert_one(load(in, row * cols + c, *from), *from, kF32, {.overflow = Overflow::kInfOrNan}).code);
-                  amax = std::max(amax, f32 & 0x7FFFFFFFu);
-                }
-                const std::uint8_t code = table.code(amax);
-                ASSERT_EQ(got_scales[row * per_row + b], code) << "table " << t_index << " block " << row << "," << b;
-                for (std::size_t c = c0; c < c1; ++c) {
-                  const std::size_t i = row * cols + c;
-                  std::uint64_t want = to.has_nan() ? to.canonical_nan() : 0;
-                  if (code != 0xFF) {  // the independent model, on the exact x * 2^(127 - code)
+              const Format& to = format_of(id);
+              const test::Oracle oracle(to);
+              ConvertOptions o;
+              o.rounding = r;
+              o.overflow = ov;
+              o.seed = 1234;
+              const std::size_t per_row = (cols + 31) / 32;
+              std::vector<std::uint8_t> got(rows * cols), got_scales(rows * per_row);
+              convert_mx(in, *from, rows, cols, 32, got, got_scales, to, table, o, {1, GetParam()});
+              for (std::size_t row = 0; row < rows; ++row)
+                for (std::size_t b = 0; b < per_row; ++b) {
+                  const std::size_t c0 = b * 32, c1 = std::min(cols, c0 + 32);
+                  std::uint32_t amax = 0;
+                  for (std::size_t c = c0; c < c1; ++c) {
                     const auto f32 = static_cast<std::uint32_t>(
-                        convert_one(load(in, i, *from), *from, kF32, {.overflow = Overflow::kInfOrNan}).code);
-                    const double exact = std::ldexp(static_cast<double>(float_of(f32)), 127 - code);
-                    want = oracle(exact, r, o.overflow, sr_random(o.seed, o.offset + i));
+                        convert_one(load(in, row * cols + c, *from), *from, kF32, {.overflow = Overflow::kInfOrNan}).code);
+                    amax = std::max(amax, f32 & 0x7FFFFFFFu);
                   }
-                  ASSERT_EQ(got[i], want) << from->name << " -> " << to.name << " " << rounding_name(r) << " "
-                                          << overflow_name(ov) << " table "
-                                          << t_index << " element (" << row << ", " << c << ")";
+                  const std::uint8_t code = table.code(amax);
+                  ASSERT_EQ(got_scales[row * per_row + b], code) << "table " << t_index << " block " << row << "," << b;
+                  for (std::size_t c = c0; c < c1; ++c) {
+                    const std::size_t i = row * cols + c;
+                    std::uint64_t want = to.has_nan() ? to.canonical_nan() : 0;
+                    if (code != 0xFF) {  // the independent model, on the exact x * 2^(127 - code)
+                      const auto f32 = static_cast<std::uint32_t>(
+                          convert_one(load(in, i, *from), *from, kF32, {.overflow = Overflow::kInfOrNan}).code);
+                      const double exact = std::ldexp(static_cast<double>(float_of(f32)), 127 - code);
+                      want = oracle(exact, r, o.overflow, sr_random(o.seed, o.offset + i));
+                    }
+                    ASSERT_EQ(got[i], want) << from->name << " -> " << to.name << " " << rounding_name(r) << " "
+                                            << overflow_name(ov) << " table "
+                                            << t_index << " element (" << row << ", " << c << ")";
+                  }
                 }
-              }
-          }
+            }
       }
   }
 }

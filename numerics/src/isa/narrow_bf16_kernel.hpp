@@ -133,7 +133,7 @@ struct NarrowBf16Kernel {
 
   // Elements [0, n) (n a multiple of 32) times 2^d (0 <= d <= max_offset); returns whether a
   // NaN met a target without NaN. Each chunk of kChunk elements first runs the normal form
-  // (9 operations a vector with its range check, against 18 for the general one), keeping the
+  // (10 operations a vector with its range check, against 18 for the general one), keeping the
   // smallest nonzero |x| - 1 and the largest |x| of its lanes; a chunk holding a lane below the
   // target's normals (other than 0) or a NaN is run again under the general form, and so are
   // the kRetry chunks after it, where such lanes are likely to be common. Both forms are exact
