@@ -55,6 +55,11 @@ def flag(value: object, name: str) -> bool:
     return value
 
 
+def amax_options(margin: object, amax_epsilon: object, power_of_two: object) -> tuple[int, float, bool]:
+    """The three options of a scale from an amax, as every op that computes one takes them."""
+    return integer(margin, "margin"), real(amax_epsilon, "amax_epsilon"), flag(power_of_two, "power_of_two")
+
+
 def dtype(value: object, name: str) -> torch.dtype:
     if not isinstance(value, torch.dtype):
         raise TypeError(f"{name} must be a torch.dtype, not {type(value).__name__}")

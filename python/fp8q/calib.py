@@ -62,9 +62,7 @@ class Histogram:
             _args.text(method, "method"),
             get(format).name,
             _args.real(percentile, "percentile"),
-            _args.integer(margin, "margin"),
-            _args.real(amax_epsilon, "amax_epsilon"),
-            _args.flag(power_of_two, "power_of_two"),
+            *_args.amax_options(margin, amax_epsilon, power_of_two),
         )
 
     @property

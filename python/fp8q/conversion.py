@@ -109,9 +109,7 @@ def scale_from_amax(
         _args.tensor(amax, "amax"),
         get(format).name,
         _args.text(scale_op, "scale_op"),
-        _args.integer(margin, "margin"),
-        _args.real(amax_epsilon, "amax_epsilon"),
-        _args.flag(power_of_two, "power_of_two"),
+        *_args.amax_options(margin, amax_epsilon, power_of_two),
     )
 
 

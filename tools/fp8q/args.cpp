@@ -36,6 +36,17 @@ const Format& format_arg(const std::string& name, const std::string& option) {
   throw UsageError(option + ": unknown format '" + name + "' (one of: " + format_names() + ")");
 }
 
+std::optional<FormatId> element_format(const std::string& name) {
+  const auto f = parse_format(name);
+  if (!f || format_of(*f).bits() > 8 || format_of(*f).specials == Specials::kExponentOnly) return std::nullopt;
+  return f;
+}
+
+FormatId element_arg(const std::string& name, const std::string& option) {
+  if (const auto f = element_format(name)) return *f;
+  throw UsageError(option + ": '" + name + "' is not an element format (" + kElementFormatNames + ")");
+}
+
 Rounding rounding_arg(const std::string& name) {
   if (auto r = parse_rounding(name)) return *r;
   throw UsageError("--round: unknown rounding '" + name + "' (one of: rne rna rtz rup rdn rto sr)");

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 
 #include "fp8q/numerics/format.hpp"
@@ -12,6 +13,11 @@
 namespace fp8q::cli {
 
 const Format& format_arg(const std::string& name, const std::string& option);
+// An element format (8 bits or fewer, not the scale format e8m0) by name; nullopt otherwise.
+std::optional<FormatId> element_format(const std::string& name);
+// element_format, or UsageError naming `option` and listing the element formats.
+FormatId element_arg(const std::string& name, const std::string& option);
+inline constexpr const char* kElementFormatNames = "e4m3fn e4m3 e5m2 e4m3fnuz e5m2fnuz e3m4 e2m3 e3m2 e2m1";
 Rounding rounding_arg(const std::string& name);
 Overflow overflow_arg(const std::string& name);
 NanPolicy nan_arg(const std::string& name);

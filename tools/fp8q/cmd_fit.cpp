@@ -16,6 +16,7 @@
 
 #include "fp8q/kernels/fit.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "args.hpp"
 #include "samples_io.hpp"
 #include "verbs.hpp"
 
@@ -35,12 +36,7 @@ struct FitArgs {
 // --format F (A and B) or FA,FB: element formats of 8 bits or fewer.
 std::pair<FormatId, FormatId> text_formats(const std::string& text) {
   const std::size_t comma = text.find(',');
-  auto one = [&](const std::string& name) {
-    const auto f = parse_format(name);
-    if (!f || format_of(*f).bits() > 8 || format_of(*f).specials == Specials::kExponentOnly)
-      throw UsageError("--format: '" + name + "' is not an element format (e4m3fn, e5m2, ...)");
-    return *f;
-  };
+  auto one = [](const std::string& name) { return element_arg(name, "--format"); };
   if (comma == std::string::npos) return {one(text), one(text)};
   return {one(text.substr(0, comma)), one(text.substr(comma + 1))};
 }

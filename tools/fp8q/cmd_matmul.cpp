@@ -74,9 +74,8 @@ class Input {
     auto meta_format = [&](const std::string& key) -> std::optional<FormatId> {
       const auto it = in_.metadata().find(key);
       if (it == in_.metadata().end()) return std::nullopt;
-      const auto f = parse_format(it->second);
-      if (!f || fp8q::format_of(*f).bits() > 8 || fp8q::format_of(*f).specials == Specials::kExponentOnly)
-        fail_meta(key, "= '" + it->second + "' is not an element format (e4m3fn e4m3 e5m2 e4m3fnuz e5m2fnuz e3m4 e2m3 e3m2 e2m1)");
+      const auto f = element_format(it->second);
+      if (!f) fail_meta(key, "= '" + it->second + "' is not an element format (" + kElementFormatNames + ")");
       return f;
     };
     const std::string own_key = "fp8q.elem." + name;

@@ -24,13 +24,6 @@ struct VectorsArgs {
   std::uint64_t seed = 0;
 };
 
-FormatId element_arg(const std::string& name, const std::string& option) {
-  const auto f = parse_format(name);
-  if (!f || format_of(*f).bits() > 8 || format_of(*f).specials == Specials::kExponentOnly)
-    throw UsageError(option + ": '" + name + "' is not an element format (e4m3fn e4m3 e5m2 e4m3fnuz e5m2fnuz e3m4 e2m3 e3m2 e2m1)");
-  return *f;
-}
-
 void run_vectors(const VectorsArgs& a) {
   if (!a.profile.empty() && !a.model.empty()) throw UsageError("--profile and --model: give one (the model D is computed under)");
   if (!a.format.empty() && (!a.format_a.empty() || !a.format_b.empty()))

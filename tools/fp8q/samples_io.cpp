@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "args.hpp"
 #include "files.hpp"
 #include "fp8q/checkpoint/mma_text.hpp"
 #include "fp8q/checkpoint/safetensors.hpp"
@@ -76,8 +77,8 @@ class File {
     const auto it = in_.metadata().find(key);
     std::optional<FormatId> named;
     if (it != in_.metadata().end()) {
-      named = parse_format(it->second);
-      if (!named || format_of(*named).bits() > 8 || format_of(*named).specials == Specials::kExponentOnly)
+      named = element_format(it->second);
+      if (!named)
         throw UsageError(path_ + ": __metadata__ '" + key + "' = '" + it->second + "' is not an element format");
     }
     if (t.dtype == ck::DType::kF8_E4M3 || t.dtype == ck::DType::kF8_E5M2) {
