@@ -37,6 +37,7 @@ bool takes(const Granularity& g, bool is_a) {
     case GranularityKind::kColumn: return !is_a;
     case GranularityKind::kBlock: return g == (is_a ? Granularity::block(1, kScaleBlock) : Granularity::block(kScaleBlock, kScaleBlock));
     case GranularityKind::kMx: return g == (is_a ? Granularity::mx() : Granularity::mx_column());
+    case GranularityKind::kNvfp4: return false;
   }
   return false;
 }

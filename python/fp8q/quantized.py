@@ -31,13 +31,16 @@ class QuantizedTensor:
     ``codes`` has the original shape (e2m1: ``float4_e2m1fn_x2``, the last dimension halved);
     ``scales`` is ``[grid_rows, grid_cols]`` over the matrix view ``[prod(shape[:-1]), shape[-1]]``:
     float32 ``scale_inv`` (x ~= decode(q) * scale_inv) for tensor / row / col / block<R>x<C>,
-    ``float8_e8m0fnu`` for mx (blocks of 32 along the last dimension).
+    ``float8_e8m0fnu`` for mx (blocks of 32 along the last dimension), ``float8_e4m3fn`` for
+    nvfp4 / nvfp4_16x16 (blocks of 16, or 16 x 16), whose ``global_scale`` is the float32 [1]
+    tensor scale S: x ~= decode(q) * fp32(scale * fp32(1 / S)) (docs/tensors.md, "NVFP4").
     """
 
     codes: torch.Tensor
     scales: torch.Tensor
     format: str
     granularity: str
+    global_scale: Optional[torch.Tensor] = None
 
     @property
     def shape(self) -> torch.Size:
@@ -77,14 +80,26 @@ def quantize(
     E8M0 scale (floor: OCP; ceil; even: torchao; rceil: Transformer Engine; trainium3: NKI
     quantize_mx).
 
+    ``granularity="nvfp4"`` (1 x 16) or ``"nvfp4_16x16"`` quantizes to e2m1 under NVFP4's two
+    scales (Transformer Engine's reference quantizer): ``format`` must be e2m1, and the amax
+    options, ``scale_op`` and ``mx_rule`` keep their defaults.
+
     Example:
         >>> import torch, fp8q
         >>> x = torch.arange(64, dtype=torch.float32).reshape(1, 64)
         >>> q = fp8q.quantize(x, "e4m3fn", granularity="mx", mx_rule="trainium3")
         >>> q.scales.view(torch.uint8).tolist()  # 2^(floor(log2 31) - 7), 2^(floor(log2 63) - 7)
         [[124, 125]]
+        >>> n = fp8q.quantize(torch.tensor([[6.0] * 8 + [-3.0] * 8]), "e2m1", granularity="nvfp4")
+        >>> n.global_scale.tolist(), n.scales.float().tolist()  # S = 2688 / 6; 6 * S / 6 = 448
+        ([448.0], [[448.0]])
+        >>> n.dequantize()[0, ::8].tolist()
+        [6.0, -3.0]
     """
     _args.tensor(x, "x")
+    if _args.text(granularity, "granularity").startswith("nvfp4"):
+        return _quantize_nvfp4(x, format, granularity, scale_op, margin, amax_epsilon, power_of_two, mx_rule,
+                               rounding, overflow, nan, seed, offset)
     codes, scales = torch.ops.fp8q.quantize(
         x,
         get(format).name,
@@ -101,6 +116,24 @@ def quantize(
     return QuantizedTensor(codes, scales, get(format).name, granularity)
 
 
+def _quantize_nvfp4(x: torch.Tensor, format: FormatLike, granularity: str, scale_op: object, margin: object,
+                    amax_epsilon: object, power_of_two: object, mx_rule: object, rounding: object, overflow: object,
+                    nan: object, seed: int, offset: int) -> QuantizedTensor:
+    if get(format).name != "e2m1":
+        raise ValueError(f"format: granularity {granularity} scales e2m1 elements, not {get(format).name}")
+    given = {"scale_op": (_args.text(scale_op, "scale_op"), "multiply"), "margin": (_args.integer(margin, "margin"), 0),
+             "amax_epsilon": (_args.real(amax_epsilon, "amax_epsilon"), 0.0),
+             "power_of_two": (_args.flag(power_of_two, "power_of_two"), False),
+             "mx_rule": (_args.text(mx_rule, "mx_rule"), "floor")}
+    for name, (value, default) in given.items():
+        if value != default:
+            raise ValueError(f"{name}: granularity {granularity} has NVFP4's own scales; {name} applies to the others")
+    codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(
+        x, granularity, _args.text(rounding, "rounding"), _args.text(overflow, "overflow"), _args.text(nan, "nan"),
+        _args.u64(seed, "seed"), _args.u64(offset, "offset"))
+    return QuantizedTensor(codes, scales, "e2m1", granularity, global_scale)
+
+
 def dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The tensor a QuantizedTensor stands for, in ``dtype`` (see QuantizedTensor.dequantize).
 
@@ -112,14 +145,25 @@ def dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.float32) -> torch.
     """
     if not isinstance(q, QuantizedTensor):
         raise TypeError(f"q must be a QuantizedTensor, not {type(q).__name__}")
-    return torch.ops.fp8q.dequantize(q.codes, q.scales, q.granularity, q.format, _args.dtype(dtype, "dtype"))
+    return torch.ops.fp8q.dequantize(q.codes, q.scales, q.granularity, q.format, _args.dtype(dtype, "dtype"),
+                                     q.global_scale)
 
 
 def from_codes(
-    codes: torch.Tensor, scales: torch.Tensor, granularity: str, format: Optional[FormatLike] = None
+    codes: torch.Tensor,
+    scales: torch.Tensor,
+    granularity: str,
+    format: Optional[FormatLike] = None,
+    global_scale: Optional[torch.Tensor] = None,
 ) -> QuantizedTensor:
-    """A QuantizedTensor from stored codes and scales (a checkpoint's), checked by dequantizing meta tensors."""
+    """A QuantizedTensor from stored codes and scales (a checkpoint's), checked by dequantizing meta tensors.
+
+    ``global_scale``: NVFP4's tensor scale S (float32, one element), for the nvfp4 granularities
+    only; its value is checked when the tensor is dequantized.
+    """
     _args.tensor(codes, "codes"), _args.tensor(scales, "scales"), _args.text(granularity, "granularity")
+    _args.optional_tensor(global_scale, "global_scale")
     fmt = get(format).name if format is not None else get(codes.dtype).name
-    torch.ops.fp8q.dequantize(codes.to("meta"), scales.to("meta"), granularity, fmt, torch.float32)
-    return QuantizedTensor(codes, scales, fmt, granularity)
+    meta_global = None if global_scale is None else global_scale.to("meta")
+    torch.ops.fp8q.dequantize(codes.to("meta"), scales.to("meta"), granularity, fmt, torch.float32, meta_global)
+    return QuantizedTensor(codes, scales, fmt, granularity, global_scale)

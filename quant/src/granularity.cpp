@@ -39,6 +39,12 @@ BlockGrid block_grid(const Granularity& g, MatrixShape m) {
       grid.block_rows = g.block_rows;
       grid.block_cols = g.block_cols;
       break;
+    case GranularityKind::kNvfp4:
+      if (g != Granularity::nvfp4() && g != Granularity::nvfp4_column() && g != Granularity::nvfp4_2d())
+        throw std::invalid_argument("NVFP4 blocks are 1 x 16, 16 x 1 or 16 x 16");
+      grid.block_rows = g.block_rows;
+      grid.block_cols = g.block_cols;
+      break;
   }
   return grid;
 }
@@ -49,6 +55,9 @@ std::optional<Granularity> parse_granularity(std::string_view name) {
   if (name == "col") return Granularity::column();
   if (name == "mx") return Granularity::mx();
   if (name == "mx32x1") return Granularity::mx_column();
+  if (name == "nvfp4") return Granularity::nvfp4();
+  if (name == "nvfp4_16x1") return Granularity::nvfp4_column();
+  if (name == "nvfp4_16x16") return Granularity::nvfp4_2d();
   if (!name.starts_with("block")) return std::nullopt;
   name.remove_prefix(5);
   const auto x = name.find('x');
@@ -71,6 +80,8 @@ std::string granularity_name(const Granularity& g) {
     case GranularityKind::kColumn: return "col";
     case GranularityKind::kMx: return g.block_rows == 1 ? "mx" : "mx" + std::to_string(g.block_rows) + "x" + std::to_string(g.block_cols);
     case GranularityKind::kBlock: return "block" + std::to_string(g.block_rows) + "x" + std::to_string(g.block_cols);
+    case GranularityKind::kNvfp4:
+      return g.block_rows == 1 ? "nvfp4" : "nvfp4_" + std::to_string(g.block_rows) + "x" + std::to_string(g.block_cols);
   }
   return "?";
 }
@@ -78,7 +89,7 @@ std::string granularity_name(const Granularity& g) {
 Granularity granularity_named(std::string_view name, std::string_view what) {
   if (auto g = parse_granularity(name)) return *g;
   throw std::invalid_argument(std::string(what) + ": unknown granularity '" + std::string(name) +
-                              "' (one of: tensor row col mx mx32x1 block<R>x<C>)");
+                              "' (one of: tensor row col mx mx32x1 nvfp4 nvfp4_16x1 nvfp4_16x16 block<R>x<C>)");
 }
 
 Granularity transposed(const Granularity& g) {
@@ -87,7 +98,8 @@ Granularity transposed(const Granularity& g) {
     case GranularityKind::kColumn: return Granularity::row();
     case GranularityKind::kTensor: return g;
     case GranularityKind::kBlock:
-    case GranularityKind::kMx: return {g.kind, g.block_cols, g.block_rows};
+    case GranularityKind::kMx:
+    case GranularityKind::kNvfp4: return {g.kind, g.block_cols, g.block_rows};
   }
   return g;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -33,6 +34,24 @@ void check_packed_shape(const Q& q, const MatrixShape& m) {
     throw std::invalid_argument("e2m1 packs two codes per byte along the last axis, so the last dimension must be "
                                 "even; it is " +
                                 (q.shape.empty() ? std::string("absent (0-D tensor)") : std::to_string(m.cols)));
+}
+
+bool is_nvfp4(const Granularity& g) { return g.kind == GranularityKind::kNvfp4; }
+
+void check_nvfp4_options(const QuantizeOptions& o) {
+  const std::string g = granularity_name(o.granularity);
+  if (o.granularity == Granularity::nvfp4_column())
+    throw std::invalid_argument("quantize: NVFP4 blocks of 16 run along the last axis (granularity nvfp4 or "
+                                "nvfp4_16x16, not " + g + "); quantize the transpose");
+  if (o.element != FormatId::kE2M1)
+    throw std::invalid_argument("quantize: granularity " + g + " scales e2m1 elements, not " +
+                                std::string(format_of(o.element).name));
+  if (o.apply != ScaleOp::kMultiply)
+    throw std::invalid_argument("quantize: granularity " + g + " multiplies by each block's encode scale; "
+                                "scale_op divide applies to tensor, row, col and block<R>x<C>");
+  if (o.amax.margin != 0 || (bits_of(o.amax.amax_epsilon) & 0x7FFFFFFFu) != 0 || o.amax.power_of_two)
+    throw std::invalid_argument("quantize: granularity " + g + " takes no margin, amax_epsilon or power_of_two "
+                                "(its scales are NVFP4's)");
 }
 
 }  // namespace
@@ -64,6 +83,7 @@ QuantizedTensor layout_of(std::span<const std::byte> data, const Format& from, s
   if (o.granularity.kind == GranularityKind::kMx && o.granularity != Granularity::mx())
     throw std::invalid_argument("quantize: MX blocks run along the last axis (granularity mx, not " +
                                 granularity_name(o.granularity) + "); quantize the transpose");
+  if (o.granularity.kind == GranularityKind::kNvfp4) check_nvfp4_options(o);
   QuantizedTensor q;
   q.element = o.element;
   q.shape.assign(shape.begin(), shape.end());
@@ -78,8 +98,11 @@ QuantizedTensor layout_of(std::span<const std::byte> data, const Format& from, s
   return q;
 }
 
+// Whether the block scales are codes in `scales` (MX, NVFP4) rather than fp32 scale_inv.
+bool coded_scales(const Granularity& g) { return g.kind == GranularityKind::kMx || is_nvfp4(g); }
+
 std::size_t scale_inv_count(const QuantizedTensor& q) {
-  if (q.granularity.kind == GranularityKind::kMx) return 0;
+  if (coded_scales(q.granularity)) return 0;
   const std::size_t blocks = q.grid.grid_size();
   return blocks == 0 && q.granularity.kind == GranularityKind::kTensor ? 1 : blocks;
 }
@@ -104,8 +127,18 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
     std::vector<float> amaxes(q.grid.grid_size());
     block_amax(data, from, q.grid, amaxes, o.bulk.threads);
     std::vector<float> applied(amaxes.size());  // the number each element is multiplied or divided by
+    // NVFP4's tensor amax: the largest block amax (amaxes are >= 0 or NaN, whose patterns sort above)
+    const float global = is_nvfp4(o.granularity) ? nvfp4_global_scale(float_of(std::accumulate(
+                             amaxes.begin(), amaxes.end(), std::uint32_t{0},
+                             [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); })))
+                                                 : 1.0f;
+    if (is_nvfp4(o.granularity)) out.global_scale[0] = global;
     for (std::size_t b = 0; b < amaxes.size(); ++b) {
-      if (o.apply == ScaleOp::kDivide) {
+      if (is_nvfp4(o.granularity)) {
+        out.scales[b] = nvfp4_block_scale_code(amaxes[b], global);
+        const float e = nvfp4_block_encode(nvfp4_block_decode(out.scales[b], global));
+        applied[b] = is_finite_positive(e) ? e : 1.0f;  // NaN: a block with a NaN, which the NaN policy decides
+      } else if (o.apply == ScaleOp::kDivide) {
         applied[b] = out.scale_inv[b] = scale_inv_from_amax(amaxes[b], elem, o.amax);
       } else {
         applied[b] = scale_from_amax(amaxes[b], elem, o.amax);
@@ -126,19 +159,19 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
                          const QuantizeOptions& o) {
   QuantizedTensor q = layout_of(data, from, shape, o);
   q.codes.resize(q.packed() ? q.numel() / 2 : q.numel());
-  if (o.granularity.kind == GranularityKind::kMx) q.scales.resize(q.grid.grid_size());
+  if (coded_scales(o.granularity)) q.scales.resize(q.grid.grid_size());
   q.scale_inv.resize(scale_inv_count(q));
-  fill(data, from, q, o, {q.codes, q.scales, q.scale_inv});
+  fill(data, from, q, o, {q.codes, q.scales, q.scale_inv, {&q.global_scale, is_nvfp4(o.granularity) ? 1u : 0u}});
   return q;
 }
 
 void quantize_into(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
                    const QuantizeOptions& o, const QuantizedOut& out) {
   const QuantizedTensor q = layout_of(data, from, shape, o);
-  const bool mx = o.granularity.kind == GranularityKind::kMx;
   check_span("codes", out.codes.size(), q.packed() ? q.numel() / 2 : q.numel());
-  check_span("scales", out.scales.size(), mx ? q.grid.grid_size() : 0);
+  check_span("scales", out.scales.size(), coded_scales(o.granularity) ? q.grid.grid_size() : 0);
   check_span("scale_inv", out.scale_inv.size(), scale_inv_count(q));
+  check_span("global_scale", out.global_scale.size(), is_nvfp4(o.granularity) ? 1 : 0);
   fill(data, from, q, o, out);
 }
 
@@ -168,16 +201,30 @@ void dequantize(const QuantizedRef& q, std::span<std::byte> out, const Format& t
   if (out.size() % ob != 0 || out.size() / ob != n)
     throw std::invalid_argument("dequantize: output of " + std::to_string(out.size()) + " bytes for " +
                                 std::to_string(n) + " " + std::string(to.name) + " elements");
-  const bool mx = q.granularity.kind == GranularityKind::kMx;
+  const bool mx = q.granularity.kind == GranularityKind::kMx, nvfp4 = is_nvfp4(q.granularity);
+  if (nvfp4 && q.element != FormatId::kE2M1)
+    throw std::invalid_argument("dequantize: granularity " + granularity_name(q.granularity) +
+                                " scales e2m1 elements, not " + std::string(elem.name));
+  if (nvfp4 && !is_finite_positive(q.global_scale))
+    throw std::invalid_argument("dequantize: global_scale = " + float_text(q.global_scale) +
+                                " is not a finite positive scale");
   if (q.codes.size() != (q.packed() ? n / 2 : n))
     throw std::invalid_argument("dequantize: " + std::to_string(q.codes.size()) + " code bytes for " +
                                 std::to_string(n) + " elements");
   // one scale per block (and the lone 1 of an empty per-tensor grid)
-  const std::size_t blocks = q.grid.grid_size(), held = mx ? q.scales.size() : q.scale_inv.size();
-  const bool lone = !mx && q.granularity.kind == GranularityKind::kTensor && blocks == 0 && held == 1;
+  const bool coded = coded_scales(q.granularity);
+  const std::size_t blocks = q.grid.grid_size(), held = coded ? q.scales.size() : q.scale_inv.size();
+  const bool lone = !coded && q.granularity.kind == GranularityKind::kTensor && blocks == 0 && held == 1;
   if (held != blocks && !lone)
-    throw std::invalid_argument("dequantize: " + std::to_string(held) + (mx ? " E8M0 scales" : " scale_inv values") +
-                                " for " + std::to_string(blocks) + " blocks");
+    throw std::invalid_argument("dequantize: " + std::to_string(held) +
+                                (mx ? " E8M0 scales" : nvfp4 ? " E4M3FN scales" : " scale_inv values") + " for " +
+                                std::to_string(blocks) + " blocks");
+  // NVFP4 block scales are >= 0 (a NaN code stands for a block with a NaN)
+  if (nvfp4)
+    for (std::size_t b = 0; b < q.scales.size(); ++b)
+      if ((q.scales[b] & 0x80) != 0 && (q.scales[b] & 0x7F) != 0x7F)
+        throw std::invalid_argument("dequantize: scales[" + std::to_string(b) + "] = " +
+                                    std::to_string(q.scales[b]) + " is a negative E4M3FN scale");
   // what quantize() stores: finite multipliers > 0 (checked on the bits: a caller's DAZ must
   // not decide it)
   for (std::size_t b = 0; b < q.scale_inv.size(); ++b)
@@ -203,6 +250,9 @@ void dequantize(const QuantizedRef& q, std::span<std::byte> out, const Format& t
   std::array<float, 256> pow2{};  // E8M0 code -> 2^(code - 127); 0xFF is NaN
   for (int c = 0; c < 255; ++c) pow2[static_cast<std::size_t>(c)] = exp2i(c - 127);
   pow2[255] = float_of(0x7FC00000u);
+  std::array<float, 256> nvfp4_decode{};  // E4M3FN code -> the block's d
+  if (nvfp4)
+    for (std::size_t c = 0; c < 256; ++c) nvfp4_decode[c] = nvfp4_block_decode(static_cast<std::uint8_t>(c), q.global_scale);
 
   const std::size_t cols = q.grid.cols, gc = q.grid.grid_cols();
   parallel_chunks(
@@ -214,7 +264,7 @@ void dequantize(const QuantizedRef& q, std::span<std::byte> out, const Format& t
           const std::size_t base = (r / q.grid.block_rows) * gc;
           const std::uint8_t* in = codes.data() + r * cols;
           for (std::size_t c0 = 0, b = base; c0 < cols; c0 += q.grid.block_cols, ++b) {
-            const float s = mx ? pow2[q.scales[b]] : q.scale_inv[b];
+            const float s = mx ? pow2[q.scales[b]] : nvfp4 ? nvfp4_decode[q.scales[b]] : q.scale_inv[b];
             const std::size_t c1 = std::min(cols, c0 + q.grid.block_cols);
             for (std::size_t c = c0; c < c1; ++c) row[c] = value[in[c]] * s;
           }

@@ -39,7 +39,7 @@ TEST(Granularity, OtherNamesAreRefusedNamingTheArgument) {
       ADD_FAILURE() << bad;
     } catch (const std::invalid_argument& e) {
       EXPECT_EQ(std::string(e.what()), std::string("--granularity: unknown granularity '") + bad +
-                                           "' (one of: tensor row col mx mx32x1 block<R>x<C>)");
+                                           "' (one of: tensor row col mx mx32x1 nvfp4 nvfp4_16x1 nvfp4_16x16 block<R>x<C>)");
     }
   }
 }

@@ -69,7 +69,7 @@ QuantizeOptions quantize_options(const QuantizeArgs& a) {
   QuantizeOptions o;
   if (a.scheme.empty()) throw UsageError("--granularity is required (tensor row col block<R>x<C> mx)");
   const auto g = parse_granularity(a.scheme);
-  if (!g || *g == Granularity::mx_column())
+  if (!g || *g == Granularity::mx_column() || g->kind == GranularityKind::kNvfp4)
     throw UsageError("--granularity: '" + a.scheme + "' is not one of tensor row col block<R>x<C> mx");
   o.granularity = *g;
   const Format& elem = format_arg(a.elem, "--elem");

@@ -44,6 +44,8 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x_in, std::string_
     o.mx_rule = *rule;
     o.convert = convert_options(rounding, overflow, nan, seed, offset);
     o.bulk.threads = threads();
+    TORCH_CHECK_VALUE(o.granularity.kind != GranularityKind::kNvfp4, "granularity: ", std::string(granularity),
+                      " has a global scale as well; quantize_nvfp4 returns it");
     const bool mx = o.granularity.kind == GranularityKind::kMx;
     TORCH_CHECK_VALUE(!mx || o.apply == ScaleOp::kMultiply, "scale_op: MX scales are powers of two applied exactly; "
                       "scale_op divide applies to the other granularities");
@@ -63,8 +65,35 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x_in, std::string_
   });
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(const at::Tensor& x_in, std::string_view granularity,
+                                                                std::string_view rounding, std::string_view overflow,
+                                                                std::string_view nan, std::int64_t seed,
+                                                                std::int64_t offset) {
+  return guarded("quantize_nvfp4", [&] {
+    const at::Tensor x = dense(x_in, "x");
+    const Format& from = source_format(x, "x");
+    QuantizeOptions o;
+    o.element = FormatId::kE2M1;
+    o.granularity = parse_granularity_arg(granularity);
+    TORCH_CHECK_VALUE(o.granularity == Granularity::nvfp4() || o.granularity == Granularity::nvfp4_2d(),
+                      "granularity: quantize_nvfp4 takes nvfp4 (1 x 16) or nvfp4_16x16, not ", std::string(granularity));
+    o.convert = convert_options(rounding, overflow, nan, seed, offset);
+    o.bulk.threads = threads();
+    const auto shape = unsigned_shape(x.sizes());
+    const BlockGrid grid = block_grid(o.granularity, matrix_shape(shape));
+    at::Tensor codes = new_output(code_shape(x.sizes(), o.element, "x"), x.options().dtype(dtype_of(o.element)));
+    at::Tensor scales = grid_tensor(grid.grid_rows(), grid.grid_cols(), x, at::ScalarType::Float8_e4m3fn);
+    at::Tensor global = grid_tensor(1, 1, x, at::kFloat).view({1});
+    if (!compute(x)) return std::make_tuple(codes, scales, global);
+    fp8q::quantize_into(bytes(x), from, shape, o,
+                        {.codes = mutable_u8(codes), .scales = mutable_u8(scales), .scale_inv = {},
+                         .global_scale = mutable_f32(global)});
+    return std::make_tuple(codes, scales, global);
+  });
+}
+
 at::Tensor dequantize(const at::Tensor& codes_in, const at::Tensor& scales_in, std::string_view granularity,
-                      std::string_view format, at::ScalarType dtype) {
+                      std::string_view format, at::ScalarType dtype, const std::optional<at::Tensor>& global_scale) {
   return guarded("dequantize", [&] {
     const at::Tensor codes = dense(codes_in, "codes"), scales = dense(scales_in, "scales");
     check_same_device(scales, codes, "scales", "codes");
@@ -73,7 +102,14 @@ at::Tensor dequantize(const at::Tensor& codes_in, const at::Tensor& scales_in, s
     TORCH_CHECK_VALUE(is_narrow(q.element) && q.element != FormatId::kE8M0, "format: ",
                       std::string(format_of(q.element).name), " is not an element format");
     q.granularity = parse_granularity_arg(granularity);
-    const bool mx = q.granularity.kind == GranularityKind::kMx;
+    const bool mx = q.granularity.kind == GranularityKind::kMx, nvfp4 = q.granularity.kind == GranularityKind::kNvfp4;
+    TORCH_CHECK_VALUE(nvfp4 == global_scale.has_value(), "global_scale: ",
+                      nvfp4 ? "granularity " + std::string(granularity) + " needs the tensor's global scale"
+                            : "only the nvfp4 granularities have a global scale, not " + std::string(granularity));
+    if (nvfp4) {
+      check_same_device(*global_scale, codes, "global_scale", "codes");
+      q.global_scale = *scalar_scale(global_scale, "global_scale");
+    }
     TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf, "dtype: ", dtype,
                      " is not float32, bfloat16 or float16");
     const Format& to = dtype == at::kFloat ? kF32 : dtype == at::kBFloat16 ? kBF16 : kF16;
@@ -88,10 +124,14 @@ at::Tensor dequantize(const at::Tensor& codes_in, const at::Tensor& scales_in, s
     q.shape = ushape;
     q.grid = block_grid(q.granularity, matrix_shape(q.shape));
     const auto [gr, gc] = scale_grid(q.granularity, q.grid);
-    if (mx)
+    if (mx) {
       check_e8m0(scales, "scales");
-    else
+    } else if (nvfp4) {
+      TORCH_CHECK_TYPE(scales.scalar_type() == at::ScalarType::Float8_e4m3fn || scales.scalar_type() == at::kByte,
+                       "scales has dtype ", scales.scalar_type(), "; NVFP4 scales are float8_e4m3fn (or uint8 codes)");
+    } else {
       check_dtype(scales, at::kFloat, "scales");
+    }
     TORCH_CHECK_VALUE(scales.dim() == 2 && scales.size(0) == static_cast<std::int64_t>(gr) &&
                           scales.size(1) == static_cast<std::int64_t>(gc),
                       "scales has shape ", shape_text(scales.sizes()), "; the ", std::string(granularity),
@@ -99,7 +139,7 @@ at::Tensor dequantize(const at::Tensor& codes_in, const at::Tensor& scales_in, s
     at::Tensor out = new_output(shape, codes.options().dtype(dtype));
     if (!compute(codes)) return out;
     q.codes = u8(codes);
-    if (mx)
+    if (mx || nvfp4)
       q.scales = u8(scales);
     else
       q.scale_inv = f32(scales);

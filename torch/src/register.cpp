@@ -27,8 +27,10 @@ TORCH_LIBRARY(fp8q, m) {
   m.def("quantize(Tensor x, str format, str granularity='tensor', str scale_op='multiply', int margin=0, "
         "float amax_epsilon=0.0, bool power_of_two=False, str mx_rule='floor', str rounding='rne', "
         "str overflow='saturate', str nan='error', int seed=0, int offset=0) -> (Tensor, Tensor)");
+  m.def("quantize_nvfp4(Tensor x, str granularity='nvfp4', str rounding='rne', str overflow='saturate', "
+        "str nan='error', int seed=0, int offset=0) -> (Tensor, Tensor, Tensor)");
   m.def("dequantize(Tensor codes, Tensor scales, str granularity='tensor', str format='', "
-        "ScalarType dtype=float) -> Tensor");
+        "ScalarType dtype=float, Tensor? global_scale=None) -> Tensor");
   m.def("quantize_scaled(Tensor x, str format, Tensor scale, str rounding='rne', int seed=0, int offset=0) "
         "-> (Tensor, Tensor, Tensor)");
   m.def("delayed_update(Tensor history, Tensor scale, Tensor amax, str format, str algorithm='max', int margin=0, "
@@ -71,6 +73,7 @@ void register_kernels(torch::Library& m) {
   m.impl("scale_from_amax", TORCH_FN(fp8q::torch::scale_from_amax));
   m.impl("cast_transpose", TORCH_FN(fp8q::torch::cast_transpose));
   m.impl("quantize", TORCH_FN(fp8q::torch::quantize));
+  m.impl("quantize_nvfp4", TORCH_FN(fp8q::torch::quantize_nvfp4));
   m.impl("dequantize", TORCH_FN(fp8q::torch::dequantize));
   m.impl("quantize_scaled", TORCH_FN(fp8q::torch::quantize_scaled));
   m.impl("delayed_update", TORCH_FN(fp8q::torch::delayed_update));

@@ -246,7 +246,7 @@ const Format& source_format(const at::Tensor& t, const char* arg) {
 Granularity parse_granularity_arg(std::string_view name, const char* arg) {
   const auto g = parse_granularity(name);
   TORCH_CHECK_VALUE(g.has_value(), arg, ": unknown '", std::string(name),
-                    "' (one of: tensor row col mx mx32x1 block<R>x<C>, e.g. block128x128)");
+                    "' (one of: tensor row col mx mx32x1 nvfp4 nvfp4_16x1 nvfp4_16x16 block<R>x<C>, e.g. block128x128)");
   return *g;
 }
 

@@ -23,9 +23,12 @@ enum class GranularityKind : std::uint8_t {
   kColumn,  // one per column (R x 1 blocks)
   kBlock,   // rows x cols blocks: 1x128 activations, 128x128 weights, any r x c
   kMx,      // E8M0 scale per block of 32 along one axis (MX): 1 x 32, or 32 x 1 (a GEMM's B, K x N)
+  kNvfp4,   // NVFP4: an E4M3FN scale per block of 16 (1 x 16, 16 x 1, or 16 x 16 for weights) under
+            // one fp32 tensor scale (docs/tensors.md, "NVFP4")
 };
 
 inline constexpr std::size_t kMxBlockSize = 32;
+inline constexpr std::size_t kNvfp4BlockSize = 16;
 
 struct Granularity {
   GranularityKind kind = GranularityKind::kTensor;
@@ -37,6 +40,9 @@ struct Granularity {
   static Granularity block(std::size_t rows, std::size_t cols) { return {GranularityKind::kBlock, rows, cols}; }
   static Granularity mx() { return {GranularityKind::kMx, 1, kMxBlockSize}; }
   static Granularity mx_column() { return {GranularityKind::kMx, kMxBlockSize, 1}; }
+  static Granularity nvfp4() { return {GranularityKind::kNvfp4, 1, kNvfp4BlockSize}; }
+  static Granularity nvfp4_column() { return {GranularityKind::kNvfp4, kNvfp4BlockSize, 1}; }
+  static Granularity nvfp4_2d() { return {GranularityKind::kNvfp4, kNvfp4BlockSize, kNvfp4BlockSize}; }
 
   bool operator==(const Granularity&) const = default;
 };
@@ -55,13 +61,14 @@ MatrixShape matrix_shape(std::span<const std::uint64_t> shape);
 BlockGrid block_grid(const Granularity& g, MatrixShape m);
 
 // The one string form, used by the CLI, the torch ops and Python: tensor, row, col, mx (1 x 32),
-// mx32x1, block<R>x<C> (block1x128, block128x128, block3x5, ...).
+// mx32x1, nvfp4 (1 x 16), nvfp4_16x1, nvfp4_16x16, block<R>x<C> (block1x128, block128x128, ...).
 std::optional<Granularity> parse_granularity(std::string_view name);
 std::string granularity_name(const Granularity& g);
 // parse_granularity, or std::invalid_argument "<what>: unknown granularity '<name>' (...)".
 Granularity granularity_named(std::string_view name, std::string_view what);
 
-// The same blocks on the transposed matrix: row <-> col, block RxC -> CxR, mx 1x32 <-> 32x1.
+// The same blocks on the transposed matrix: row <-> col, block RxC -> CxR, mx 1x32 <-> 32x1,
+// nvfp4 1x16 <-> 16x1.
 Granularity transposed(const Granularity& g);
 
 }  // namespace fp8q

@@ -5,7 +5,10 @@
 //   multiply: scale = scale_from_amax(amax), q = convert(fp32(x * scale)), scale_inv = fp32(1 / scale)
 //   divide:   scale_inv = scale_inv_from_amax(amax), q = convert(fp32(x / scale_inv))
 //   MX:       e8m0 = mx_scale_code(amax, rule), q = convert(x * 2^-e) (0xFF: NaN or 0 elements)
-// and dequantization is fp32(decode(q) * scale_inv) or fp32(decode(q) * 2^e), one rounding.
+//   NVFP4:    S = nvfp4_global_scale(tensor amax), e4m3fn code = nvfp4_block_scale_code(amax, S),
+//             d = nvfp4_block_decode(code, S), q = convert(fp32(x * nvfp4_block_encode(d)))
+// and dequantization is fp32(decode(q) * scale_inv), fp32(decode(q) * 2^e) or fp32(decode(q) * d),
+// one rounding.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +34,7 @@ struct QuantizedRef {
   std::span<const std::uint8_t> codes;
   std::span<const float> scale_inv;
   std::span<const std::uint8_t> scales;
+  float global_scale = 1.0f;  // NVFP4's S
 
   bool packed() const { return element == FormatId::kE2M1; }
   std::size_t numel() const { return grid.rows * grid.cols; }
@@ -45,18 +49,19 @@ struct QuantizedTensor {
   // (float4_e2m1fn_x2: element 2i in bits 0-3, 2i+1 in bits 4-7).
   std::vector<std::uint8_t> codes;
   std::vector<float> scale_inv;      // not MX: one per block, row-major over the grid ([1] for kTensor)
-  std::vector<std::uint8_t> scales;  // MX: E8M0 codes, [R, ceil(C / 32)]
+  std::vector<std::uint8_t> scales;  // MX: E8M0 codes, [R, ceil(C / 32)]; NVFP4: E4M3FN codes, one per block
+  float global_scale = 1.0f;         // NVFP4: the tensor's encode scale S (compressed-tensors' global_scale)
 
   bool packed() const { return element == FormatId::kE2M1; }
   std::size_t numel() const { return grid.rows * grid.cols; }
-  QuantizedRef ref() const { return {element, shape, granularity, grid, codes, scale_inv, scales}; }
+  QuantizedRef ref() const { return {element, shape, granularity, grid, codes, scale_inv, scales, global_scale}; }
 };
 
 struct QuantizeOptions {
   FormatId element = FormatId::kE4M3FN;
   Granularity granularity;
   ScaleOp apply = ScaleOp::kMultiply;   // not MX
-  AmaxScaleOptions amax;                // not MX: margin, epsilon, power of two
+  AmaxScaleOptions amax;                // not MX or NVFP4: margin, epsilon, power of two
   MxScaleRule mx_rule = MxScaleRule::kFloor;
   ConvertOptions convert;               // rounding, overflow, NaN policy, seed, offset (scale: unset)
   BulkOptions bulk;                     // threads, ISA
@@ -64,16 +69,20 @@ struct QuantizeOptions {
 
 // `data` holds the tensor's elements in `from` (fp32, bf16 or fp16), row-major. Throws
 // std::invalid_argument (sizes, options, an odd last dimension for e2m1) or NanError.
+// NVFP4 (nvfp4, nvfp4_16x16) takes the e2m1 element, ScaleOp::kMultiply and the default
+// AmaxScaleOptions; any rounding.
 QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
                          const QuantizeOptions& options);
 
 // Where quantize_into writes: the codes (one byte an element; packed e2m1 half as many) and the
-// block scales, E8M0 `scales` for MX and `scale_inv` otherwise, each the grid's size (scale_inv:
-// [1] for an empty per-tensor grid; the other span empty).
+// block scales, E8M0 (MX) or E4M3FN (NVFP4) `scales` and `scale_inv` otherwise, each the grid's
+// size (scale_inv: [1] for an empty per-tensor grid; the other span empty), and NVFP4's global
+// scale (one float; empty otherwise).
 struct QuantizedOut {
   std::span<std::uint8_t> codes;
   std::span<std::uint8_t> scales;
   std::span<float> scale_inv;
+  std::span<float> global_scale = {};
 };
 
 // quantize() into storage the caller owns, with the same bits and the same errors, plus

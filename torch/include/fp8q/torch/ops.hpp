@@ -82,10 +82,21 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
                                             std::string_view overflow = "saturate", std::string_view nan = "error",
                                             std::int64_t seed = 0, std::int64_t offset = 0);
 
+// NVFP4 (granularity nvfp4, 1 x 16, or nvfp4_16x16): e2m1 codes (float4_e2m1fn_x2), float8_e4m3fn
+// block scales [grid_rows, grid_cols] and the float32 global scale S [1] (docs/tensors.md, "NVFP4").
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(const at::Tensor& x,
+                                                                std::string_view granularity = "nvfp4",
+                                                                std::string_view rounding = "rne",
+                                                                std::string_view overflow = "saturate",
+                                                                std::string_view nan = "error", std::int64_t seed = 0,
+                                                                std::int64_t offset = 0);
+
 // The inverse: fp32(decode(q) * scale) per element, then rounded to dtype (float32, bfloat16,
-// float16) nearest-even. codes and scales as quantize returns them; format empty: codes' own.
+// float16) nearest-even. codes and scales as quantize returns them; format empty: codes' own;
+// global_scale: NVFP4's S, required for the nvfp4 granularities and refused for the others.
 at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::string_view granularity = "tensor",
-                      std::string_view format = "", at::ScalarType dtype = at::kFloat);
+                      std::string_view format = "", at::ScalarType dtype = at::kFloat,
+                      const std::optional<at::Tensor>& global_scale = std::nullopt);
 
 // ---- delayed scaling (quant/recipes/delayed_scaling.hpp) ------------------------------------------
 // One step's cast of x with the scale of the state (q = convert(fp32(x * scale)), saturating):
