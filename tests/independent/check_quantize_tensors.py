@@ -39,6 +39,7 @@ F32_ONE = 0x3F800000
 ELEMS = ['e4m3fn', 'e4m3', 'e5m2', 'e4m3fnuz', 'e5m2fnuz', 'e3m4', 'e2m3', 'e3m2', 'e2m1']
 NANLESS = ('e2m3', 'e3m2', 'e2m1')
 SCHEMES = ['tensor', 'row', 'col', 'block1x128', 'block128x128', 'block3x5', 'mx']
+NVFP4 = ['nvfp4', 'nvfp4_16x16']  # e2m1 only
 RULES = ['floor', 'ceil', 'even', 'rceil', 'trainium3']
 MODES = ['rne', 'rtz', 'rup', 'rdn', 'rna', 'rto']
 OVFS = ['saturate', 'inf-nan']
@@ -312,6 +313,8 @@ class Opts:
         a = ['--scheme', self.scheme] + opt('--elem', self.elem, 'e4m3fn')
         if self.scheme == 'mx':
             a += opt('--scale-rule', self.rule, 'floor')
+        elif self.scheme in NVFP4:
+            pass
         else:
             a += opt('--apply', self.apply, 'multiply')
             if self.pow2:
@@ -359,10 +362,62 @@ class Expected:
         self.error = None   # (tensor name, flat index) when the tool must refuse
 
 
+def nvfp4_global_scale(abits):
+    """S = fp32(2688 / amax); FLT_MAX when infinite (amax 0 included), 1 when 0 (amax Inf)."""
+    if abits >= 0x7F800000:
+        return f32v(F32_ONE)
+    if abits == 0:
+        return f32v(FLT_MAX_BITS)
+    s = div_f32(f32v(0x45280000), f32v(abits))  # 2688
+    return f32v(FLT_MAX_BITS) if s[0] == 'inf' else s
+
+
+def nvfp4_block(abits, s):
+    """(e4m3fn scale code, decode d, encode fp32(1 / d)) of a block (docs/tensors.md, "NVFP4")."""
+    E4 = cc.FORMATS['e4m3fn']
+    one = f32v(F32_ONE)
+    d = mul_f32(f32v(abits), mul_f32(s, div_f32(one, f32v(0x40C00000))))  # amax * fp32(S * fp32(1 / 6))
+    if d[0] == 'inf':
+        d = f32v(FLT_MAX_BITS)
+    code = cc.convert(d, E4, 'rne', 'saturate', None)
+    dec = mul_f32(decode_code(E4, code), div_f32(one, s))
+    if is_zero(dec):
+        return code, dec, f32v(FLT_MAX_BITS)
+    enc = div_f32(one, dec)
+    return code, dec, f32v(FLT_MAX_BITS) if enc[0] == 'inf' else enc
+
+
+def quantize_nvfp4(name, shape, x32, o):
+    T = cc.FORMATS['e2m1']
+    R, C = view_2d(shape)
+    br, bc = (16, 16) if o.scheme == 'nvfp4_16x16' else (1, 16)
+    gshape = [-(-R // br), -(-C // bc)]
+    am = [0] * numel(gshape)
+    blk = [0] * len(x32)
+    for i, b in enumerate(x32):
+        if (b & 0x7FFFFFFF) > 0x7F800000:
+            return ('nan', i)  # e2m1 has no NaN
+        r, c = divmod(i, C)
+        blk[i] = (r // br) * gshape[1] + c // bc
+        am[blk[i]] = max(am[blk[i]], b & 0x7FFFFFFF)
+    s = nvfp4_global_scale(max(am, default=0))
+    blocks = [nvfp4_block(a, s) for a in am]
+    codes = []
+    for i, b in enumerate(x32):
+        rf = (lambda i=i: cc.sr_word(i, o.seed)) if o.mode == 'sr' else None
+        codes.append(cc.convert(cc.scale_value(f32v(b), blocks[blk[i]][2]), T, o.mode, o.ovf, rf))
+    tensors = [(name + '.scale', 'F8_E4M3', gshape, bytes(b[0] for b in blocks)),
+               (name + '.global_scale', 'F32', [1], struct.pack('<I', f32bits(s)))]
+    return codes, tensors, blk, [b[1] for b in blocks]
+
+
 def quantize_tensor(name, dt, shape, x32, o):
     """The reference quantization of one tensor (x32: its elements as fp32 patterns).
-    Returns (codes, scale tensor (name, dtype, shape, bytes), block index of each element,
-    scale entries), or ('nan', flat index) when a NaN meets a format without NaN (non-MX)."""
+    Returns (codes, scale tensors [(name, dtype, shape, bytes)], block index of each element,
+    scale entries: the multiplier that dequantizes the block, or MX's E8M0 code), or
+    ('nan', flat index) when a NaN meets a format without NaN (non-MX)."""
+    if o.scheme in NVFP4:
+        return quantize_nvfp4(name, shape, x32, o)
     T = cc.FORMATS[o.elem]
     R, C = view_2d(shape)
     n = len(x32)
@@ -392,7 +447,7 @@ def quantize_tensor(name, dt, shape, x32, o):
                     rf = (lambda i=i: cc.sr_word(i, seed)) if mode == 'sr' else None
                     codes[i] = cc.convert(v, T, mode, ovf, rf)
                     blk[i] = bi
-        return codes, (name + '.scale', 'U8', sshape, bytes(scodes)), blk, scodes
+        return codes, [(name + '.scale', 'U8', sshape, bytes(scodes))], blk, scodes
     gridf, bidx = block_of(o.scheme)
     gshape = gridf(R, C)
     gC = gshape[-1]
@@ -431,7 +486,7 @@ def quantize_tensor(name, dt, shape, x32, o):
         rf = (lambda i=i: cc.sr_word(i, seed)) if mode == 'sr' else None
         codes[i] = cc.convert(v, T, mode, ovf, rf)
     raw = struct.pack('<%dI' % len(sinv), *sinv)
-    return codes, (name + '.scale_inv', 'F32', gshape, raw), blk, sinv
+    return codes, [(name + '.scale_inv', 'F32', gshape, raw)], blk, sinv
 
 
 def widen(dt, raw):
@@ -451,7 +506,7 @@ def quantize_expected(inputs, meta, o):
                     'fp8q.overflow': o.ovf})
     if o.scheme == 'mx':
         ex.meta['fp8q.scale_rule'] = o.rule
-    else:
+    elif o.scheme not in NVFP4:
         ex.meta['fp8q.apply'] = o.apply
     for name, dt, shape, raw in inputs:
         if dt not in FLOAT_DTYPES:
@@ -465,15 +520,16 @@ def quantize_expected(inputs, meta, o):
         if res[0] == 'nan':
             ex.error = (name, res[1])
             return ex
-        codes, (sname, sdt, sshape, sraw), blk, scales = res
+        codes, stensors, blk, scales = res
         cshape = list(shape)
         if o.elem == 'e2m1':
             cshape[-1] //= 2
         ex.tensors[name] = (code_dtype(o.elem), cshape, pack_codes(o.elem, codes))
-        if sname in ex.tensors or sname in [t[0] for t in inputs]:
-            ex.error = (sname, 'collision')
-            return ex
-        ex.tensors[sname] = (sdt, sshape, sraw)
+        for sname, sdt, sshape, sraw in stensors:
+            if sname in ex.tensors or sname in [t[0] for t in inputs]:
+                ex.error = (sname, 'collision')
+                return ex
+            ex.tensors[sname] = (sdt, sshape, sraw)
         ex.meta['fp8q.dtype.' + name] = dt
         ex.detail[name] = (x32, blk, scales, codes, shape, dt)
     return ex
@@ -486,7 +542,8 @@ def dequantize_expected(ex, o, dtype):
     out.meta = {k: v for k, v in ex.meta.items() if not k.startswith('fp8q.')}
     scale_names = set()
     for name, (x32, blk, scales, codes, shape, odt) in ex.detail.items():
-        scale_names.add(name + ('.scale' if o.scheme == 'mx' else '.scale_inv'))
+        scale_names.add(name + ('.scale' if o.scheme == 'mx' or o.scheme in NVFP4 else '.scale_inv'))
+        scale_names.add(name + '.global_scale')
         tdt = odt if dtype in (None, 'orig') else dtype.upper()
         vals = []
         for i, q in enumerate(codes):
@@ -496,6 +553,8 @@ def dequantize_expected(ex, o, dtype):
                     xb = f32bits(('nan', 0))
                 else:
                     xb = f32bits(cc.scale_value(decode_code(T, q), pow2v(sc - 127)))
+            elif o.scheme in NVFP4:
+                xb = f32bits(cc.scale_value(decode_code(T, q), scales[blk[i]]))
             else:
                 xb = f32bits(cc.scale_value(decode_code(T, q), f32v(scales[blk[i]])))
             vals.append(xb)
@@ -544,13 +603,14 @@ def first_diff(expected, got, label, detail=None, o=None, dequant=False):
                 for i in idx:
                     if i < len(x32):
                         b = blk[i]
+                        scale = f32bits(scales[b]) if o.scheme in NVFP4 else scales[b]
                         msg += '\n    element %d: input fp32 0x%08x, code 0x%02x, block %d, its %s 0x%0*x' % (
-                            i, x32[i], codes[i], b, 'E8M0 code' if o.scheme == 'mx' else 'scale_inv',
-                            2 if o.scheme == 'mx' else 8, scales[b])
-                        sname = name + ('.scale' if o.scheme == 'mx' else '.scale_inv')
+                            i, x32[i], codes[i], b, 'E8M0 code' if o.scheme == 'mx' else 'decode scale',
+                            2 if o.scheme == 'mx' else 8, scale)
+                        sname = name + ('.scale' if o.scheme == 'mx' or o.scheme in NVFP4 else '.scale_inv')
                         if not dequant and sname in gt:
                             graw_s = gt[sname][2]
-                            w_s = 1 if o.scheme == 'mx' else 4
+                            w_s = 1 if o.scheme == 'mx' or o.scheme in NVFP4 else 4
                             if (b + 1) * w_s <= len(graw_s):
                                 gs = int.from_bytes(graw_s[b * w_s:(b + 1) * w_s], 'little')
                                 msg += ' (the tool wrote 0x%0*x)' % (2 * w_s, gs)
@@ -925,6 +985,11 @@ def build_runs():
         add(Opts(s, ('e4m3fn', 'e5m2', 'e4m3', 'e2m1')[i % 4], rule=RULES[i % 5], threads=2), big=True)
         add(Opts(s, ('e2m1', 'e3m4', 'e4m3fnuz', 'e2m3')[i % 4], rule=RULES[(i + 2) % 5], apply='divide',
                  mode=MODES[i % 6], ovf=OVFS[i % 2], pow2=(i % 3 == 0)), big=True)
+    # NVFP4: both block shapes, every rounding mode, both overflow policies, on every file
+    for i, s in enumerate(NVFP4 * 4):
+        add(Opts(s, 'e2m1', mode=MODES[i % 6], ovf=OVFS[i // 2 % 2], threads=1 + i % 2), big=i >= 6)
+    add(Opts('nvfp4', 'e2m1', mode='sr', seed=5))
+    add(Opts('nvfp4_16x16', 'e2m1', mode='sr', seed=0x0123456789ABCDEF, threads=2), big=True)
     # stochastic rounding, bit for bit (counter = flat index, key = seed)
     for i, (s, e) in enumerate((('block1x128', 'e4m3fn'), ('mx', 'e2m1'), ('row', 'e5m2'), ('mx', 'e4m3'),
                                 ('block3x5', 'e3m2'), ('tensor', 'e4m3fnuz'))):

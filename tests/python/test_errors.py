@@ -177,6 +177,7 @@ H = fp8q.calib.Histogram(64, 8)
         (lambda: fp8q.dequantize(fp8q.quantize(X, "e4m3fn"), "float32"), "dtype"),
         (lambda: fp8q.from_codes(Q8, torch.ones(1, 1), 1), "granularity"),
         (lambda: fp8q.from_codes([1], torch.ones(1, 1), "tensor"), "codes"),
+        (lambda: fp8q.from_codes(Q8, torch.ones(1, 1), "tensor", None, 2.0), "global_scale"),
         (lambda: fp8q.matmul(Q8, Q8.t(), profile=3), "profile"),
         (lambda: fp8q.matmul(Q8, Q8.t(), profile="trn3", model=1), "model"),
         (lambda: fp8q.matmul(Q8, Q8.t(), profile="trn3", c=1.0), "c"),

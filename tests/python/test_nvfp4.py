@@ -123,6 +123,25 @@ def test_stochastic_rounding_is_seeded_and_thread_independent() -> None:
     assert abs(float((a.dequantize() - x).mean())) < 0.01
 
 
+def test_compile_and_strided_inputs_give_eager_bits() -> None:
+    # (opcheck cannot copy float4_e2m1fn_x2 inputs, so dequantize's NVFP4 form is checked here)
+    torch._dynamo.reset()
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return fp8q.quantize(x, "e2m1", granularity="nvfp4_16x16").dequantize(torch.bfloat16)
+
+    x = torch.randn(32, 64, generator=torch.Generator().manual_seed(4))
+    want = f(x)
+    assert torch.equal(torch.compile(f, fullgraph=True, backend="aot_eager")(x).view(torch.int16), want.view(torch.int16))
+    assert torch.equal(f(x.t().contiguous().t()).view(torch.int16), want.view(torch.int16))
+    q = fp8q.quantize(x, "e2m1", granularity="nvfp4")
+    wide = torch.stack([q.codes.view(torch.uint8), torch.full_like(q.codes.view(torch.uint8), 0x55)], dim=-1)
+    strided = fp8q.QuantizedTensor(wide[..., 0].view(q.codes.dtype), q.scales.t().contiguous().t(), "e2m1", "nvfp4",
+                                   q.global_scale)
+    assert not strided.codes.is_contiguous()
+    assert torch.equal(strided.dequantize(), q.dequantize())
+
+
 def test_from_codes_round_trips() -> None:
     q = fp8q.quantize(torch.randn(16, 32), "e2m1", granularity="nvfp4")
     r = fp8q.from_codes(q.codes, q.scales, "nvfp4", "e2m1", q.global_scale)

@@ -17,11 +17,12 @@ const std::vector<Granularity> kAll = {Granularity::tensor(),       Granularity:
                                        Granularity::column(),       Granularity::mx(),
                                        Granularity::mx_column(),    Granularity::block(1, 128),
                                        Granularity::block(128, 128), Granularity::block(128, 1),
-                                       Granularity::block(3, 5)};
+                                       Granularity::block(3, 5),    Granularity::nvfp4(),
+                                       Granularity::nvfp4_column(), Granularity::nvfp4_2d()};
 
 TEST(Granularity, EveryNameParsesBackToItsGranularity) {
   const std::vector<std::string> names = {"tensor", "row", "col", "mx", "mx32x1", "block1x128", "block128x128",
-                                          "block128x1", "block3x5"};
+                                          "block128x1", "block3x5", "nvfp4", "nvfp4_16x1", "nvfp4_16x16"};
   ASSERT_EQ(names.size(), kAll.size());
   for (std::size_t i = 0; i < kAll.size(); ++i) {
     EXPECT_EQ(granularity_name(kAll[i]), names[i]);
@@ -32,7 +33,8 @@ TEST(Granularity, EveryNameParsesBackToItsGranularity) {
 
 TEST(Granularity, OtherNamesAreRefusedNamingTheArgument) {
   for (const char* bad : {"", "none", "channel", "block", "block128", "blockx1", "block0x4", "block4x0", "mx1x32",
-                          "mx16x1", "mx32", "Row", "block1x128 ", "col1"}) {
+                          "mx16x1", "mx32", "Row", "block1x128 ", "col1", "nvfp4_1x16", "nvfp4_32x32",
+                          "nvfp416x16"}) {
     EXPECT_FALSE(parse_granularity(bad).has_value()) << bad;
     try {
       granularity_named(bad, "--granularity");
@@ -48,6 +50,8 @@ TEST(Granularity, TransposedSeesTheSameBlocksOnTheTransposedMatrix) {
   EXPECT_EQ(transposed(Granularity::tensor()), Granularity::tensor());
   EXPECT_EQ(transposed(Granularity::row()), Granularity::column());
   EXPECT_EQ(transposed(Granularity::mx()), Granularity::mx_column());
+  EXPECT_EQ(transposed(Granularity::nvfp4()), Granularity::nvfp4_column());
+  EXPECT_EQ(transposed(Granularity::nvfp4_2d()), Granularity::nvfp4_2d());
   EXPECT_EQ(transposed(Granularity::block(1, 128)), Granularity::block(128, 1));
   const MatrixShape m{70, 300}, mt{300, 70};
   for (const Granularity& g : kAll) {
@@ -66,6 +70,7 @@ TEST(Granularity, MxBlocksAre32AlongOneAxis) {
   EXPECT_EQ(along_k.grid_rows(), 3u);
   EXPECT_EQ(along_k.grid_cols(), 5u);
   EXPECT_THROW(block_grid({GranularityKind::kMx, 16, 1}, {4, 4}), std::invalid_argument);
+  EXPECT_THROW(block_grid({GranularityKind::kNvfp4, 32, 1}, {4, 4}), std::invalid_argument);
   // quantize runs MX blocks along the last axis only: 32 x 1 is the GEMM's view of B
   const std::vector<float> x(64, 1.0f);
   const std::uint64_t shape[] = {32, 2};

@@ -27,7 +27,13 @@ ck::DType code_dtype(FormatId id) {
   return ck::DType::kU8;
 }
 
-std::string scale_name(const std::string& name, bool mx) { return name + (mx ? ".scale" : ".scale_inv"); }
+// MX and NVFP4 store their scales as codes (`.scale`), the other schemes fp32 multipliers.
+std::string scale_name(const std::string& name, bool coded) { return name + (coded ? ".scale" : ".scale_inv"); }
+std::string global_scale_name(const std::string& name) { return name + ".global_scale"; }
+bool is_nvfp4(const Granularity& g) { return g.kind == GranularityKind::kNvfp4; }
+ck::DType scale_dtype(const Granularity& g) {
+  return g.kind == GranularityKind::kMx ? ck::DType::kU8 : is_nvfp4(g) ? ck::DType::kF8_E4M3 : ck::DType::kF32;
+}
 
 // Shape of the codes (e2m1: two per byte along the last axis) and of the scale tensor.
 std::vector<std::uint64_t> code_shape(std::vector<std::uint64_t> shape, FormatId id) {
@@ -67,16 +73,20 @@ struct QuantizeArgs {
 
 QuantizeOptions quantize_options(const QuantizeArgs& a) {
   QuantizeOptions o;
-  if (a.scheme.empty()) throw UsageError("--granularity is required (tensor row col block<R>x<C> mx)");
+  if (a.scheme.empty()) throw UsageError("--granularity is required (tensor row col block<R>x<C> mx nvfp4 nvfp4_16x16)");
   const auto g = parse_granularity(a.scheme);
-  if (!g || *g == Granularity::mx_column() || g->kind == GranularityKind::kNvfp4)
-    throw UsageError("--granularity: '" + a.scheme + "' is not one of tensor row col block<R>x<C> mx");
+  if (!g || *g == Granularity::mx_column() || *g == Granularity::nvfp4_column())
+    throw UsageError("--granularity: '" + a.scheme + "' is not one of tensor row col block<R>x<C> mx nvfp4 nvfp4_16x16");
   o.granularity = *g;
   const Format& elem = format_arg(a.elem, "--elem");
   if (elem.bits() > 8 || !elem.is_signed || !elem.has_zero())
     throw UsageError("--elem: " + a.elem + " cannot hold quantized elements (e8m0 and wide formats are not element formats)");
   o.element = *parse_format(a.elem);  // format_arg() accepted the name
   const bool mx = g->kind == GranularityKind::kMx;
+  if (is_nvfp4(*g) && o.element != FormatId::kE2M1)
+    throw UsageError("--elem: --granularity " + a.scheme + " scales e2m1 elements (--elem e2m1), not " + a.elem);
+  if (is_nvfp4(*g) && (!a.apply.empty() || a.pow2 || a.margin_opt->count() > 0))
+    throw UsageError("--apply, --pow2 and --margin do not apply to --granularity " + a.scheme + " (its scales are NVFP4's)");
   if (!a.rule.empty()) {
     if (!mx) throw UsageError("--scale-rule applies to --granularity mx only");
     const auto r = parse_mx_scale_rule(a.rule);
@@ -103,7 +113,7 @@ QuantizeOptions quantize_options(const QuantizeArgs& a) {
 
 void run_quantize(const QuantizeArgs& a) {
   const QuantizeOptions o = quantize_options(a);
-  const bool mx = o.granularity.kind == GranularityKind::kMx;
+  const bool mx = o.granularity.kind == GranularityKind::kMx, nvfp4 = is_nvfp4(o.granularity);
   refuse_same_file(a.in, a.out);
   const ck::Reader in(a.in);
 
@@ -132,15 +142,16 @@ void run_quantize(const QuantizeArgs& a) {
                        "dimension must be even; it is " +
                        (t.shape.empty() ? std::string("absent (0-D tensor)") : std::to_string(t.shape.back())));
     declare({t.name, code_dtype(o.element), code_shape(t.shape, o.element)}, t.name);
-    declare({scale_name(t.name, mx), mx ? ck::DType::kU8 : ck::DType::kF32, scale_shape(t.shape, o.granularity)},
+    declare({scale_name(t.name, mx || nvfp4), scale_dtype(o.granularity), scale_shape(t.shape, o.granularity)},
             t.name);
+    if (nvfp4) declare({global_scale_name(t.name), ck::DType::kF32, {1}}, t.name);
     meta["fp8q.dtype." + t.name] = std::string(ck::dtype_name(t.dtype));
   }
   meta["fp8q.scheme"] = granularity_name(o.granularity);
   meta["fp8q.elem"] = std::string(format_of(o.element).name);
   if (mx) {
     meta["fp8q.scale_rule"] = std::string(mx_scale_rule_name(o.mx_rule));
-  } else {
+  } else if (!nvfp4) {
     meta["fp8q.apply"] = o.apply == ScaleOp::kDivide ? "divide" : "multiply";
   }
   meta["fp8q.round"] = std::string(rounding_name(o.convert.rounding));
@@ -162,11 +173,12 @@ void run_quantize(const QuantizeArgs& a) {
       throw UsageError("tensor '" + t.name + "': " + e.what());
     }
     out.write(std::as_bytes(std::span(q.codes)));
-    if (mx) {
+    if (mx || nvfp4) {
       out.write(std::as_bytes(std::span(q.scales)));
     } else {
       out.write(std::as_bytes(std::span(q.scale_inv)));
     }
+    if (nvfp4) out.write(std::as_bytes(std::span(&q.global_scale, 1)));
   }
   out.commit();
 }
@@ -196,11 +208,12 @@ void run_dequantize(const DequantizeArgs& a) {
   if (!g) throw UsageError(where + "fp8q.scheme '" + meta_value(in, "fp8q.scheme") + "' is not a scheme");
   const auto elem = parse_format(meta_value(in, "fp8q.elem"));
   if (!elem) throw UsageError(where + "fp8q.elem '" + meta_value(in, "fp8q.elem") + "' is not a format");
-  const bool mx = g->kind == GranularityKind::kMx;
+  const bool mx = g->kind == GranularityKind::kMx, nvfp4 = is_nvfp4(*g);
 
   struct Item {
     const ck::TensorInfo* codes;
     const ck::TensorInfo* scale;
+    const ck::TensorInfo* global;  // NVFP4's; else nullptr
     const Format* to;
     ck::DType dtype;
     std::vector<std::uint64_t> shape;
@@ -211,9 +224,13 @@ void run_dequantize(const DequantizeArgs& a) {
     if (!key.starts_with("fp8q.dtype.")) continue;
     const std::string name = key.substr(11);
     const ck::TensorInfo* c = in.find(name);
-    const ck::TensorInfo* s = in.find(scale_name(name, mx));
+    const ck::TensorInfo* s = in.find(scale_name(name, mx || nvfp4));
     if (c == nullptr || s == nullptr)
-      throw UsageError(where + "tensor '" + name + "' or its scale '" + scale_name(name, mx) + "' is missing");
+      throw UsageError(where + "tensor '" + name + "' or its scale '" + scale_name(name, mx || nvfp4) + "' is missing");
+    const ck::TensorInfo* global = nvfp4 ? in.find(global_scale_name(name)) : nullptr;
+    if (nvfp4 && (global == nullptr || global->dtype != ck::DType::kF32 || global->shape != std::vector<std::uint64_t>{1}))
+      throw UsageError(where + "tensor '" + name + "' needs its global scale '" + global_scale_name(name) +
+                       "', F32 of shape [1]");
     const auto orig = ck::parse_dtype(value);
     if (!orig || ck::floating_format(*orig) == nullptr)
       throw UsageError(where + key + " = '" + value + "' is not F32, BF16 or F16");
@@ -226,15 +243,16 @@ void run_dequantize(const DequantizeArgs& a) {
       shape.back() *= 2;
     }
     const auto want = scale_shape(shape, *g);
-    if (s->shape != want || s->dtype != (mx ? ck::DType::kU8 : ck::DType::kF32))
+    if (s->shape != want || s->dtype != scale_dtype(*g))
       throw UsageError(where + "scale tensor '" + s->name + "' does not have the dtype and shape the scheme " +
                        granularity_name(*g) + " gives tensor '" + name + "'");
     const ck::DType out_dtype = a.dtype == "orig" ? *orig
                                 : a.dtype == "f32" ? ck::DType::kF32
                                 : a.dtype == "bf16" ? ck::DType::kBF16
                                                     : ck::DType::kF16;
-    items[name] = {c, s, ck::floating_format(out_dtype), out_dtype, shape};
+    items[name] = {c, s, global, ck::floating_format(out_dtype), out_dtype, shape};
     consumed.insert(s->name);
+    if (global != nullptr) consumed.insert(global->name);
   }
   // a tensor that is both quantized data and another tensor's scale would be dropped
   for (const auto& [name, item] : items)
@@ -274,13 +292,14 @@ void run_dequantize(const DequantizeArgs& a) {
     q.codes.resize(codes.size());
     std::memcpy(q.codes.data(), codes.data(), codes.size());
     const auto scales = in.bytes(*item.scale);
-    if (mx) {
+    if (mx || nvfp4) {
       q.scales.resize(scales.size());
       std::memcpy(q.scales.data(), scales.data(), scales.size());
     } else {
       q.scale_inv.resize(scales.size() / 4);
       std::memcpy(q.scale_inv.data(), scales.data(), scales.size());
     }
+    if (item.global != nullptr) std::memcpy(&q.global_scale, in.bytes(*item.global).data(), sizeof q.global_scale);
     std::vector<std::byte> values(q.numel() * static_cast<std::size_t>(item.to->storage_bytes()));
     try {
       dequantize(q, values, *item.to, a.threads);
@@ -300,7 +319,7 @@ void add_tensors(CLI::App& app) {
                                 "Quantize every F32/BF16/F16 tensor of a safetensors file (docs/tensors.md)");
   qc->add_option("IN", q->in, "Input .safetensors")->required()->check(safetensors_path());
   qc->add_option("OUT", q->out, "Output .safetensors")->required()->check(safetensors_path());
-  auto* g = qc->add_option("--granularity", q->scheme, "Which elements share a scale: tensor row col block1x128 block128x128 block<R>x<C> mx (required)");
+  auto* g = qc->add_option("--granularity", q->scheme, "Which elements share a scale: tensor row col block1x128 block128x128 block<R>x<C> mx nvfp4 nvfp4_16x16 (required)");
   qc->add_option("--scheme", q->scheme, "Alias of --granularity (its former name)")->excludes(g);
   qc->add_option("--elem", q->elem, "Element format: e4m3fn e4m3 e5m2 e4m3fnuz e5m2fnuz e3m4 e2m3 e3m2 e2m1")
       ->capture_default_str();
