@@ -33,7 +33,7 @@ class QuantizedTensor:
     float32 ``scale_inv`` (x ~= decode(q) * scale_inv) for tensor / row / col / block<R>x<C>,
     ``float8_e8m0fnu`` for mx (blocks of 32 along the last dimension), ``float8_e4m3fn`` for
     nvfp4 / nvfp4_16x16 (blocks of 16, or 16 x 16), whose ``global_scale`` is the float32 [1]
-    tensor scale S: x ~= decode(q) * fp32(scale * fp32(1 / S)) (docs/tensors.md, "NVFP4").
+    tensor scale S: x ~= decode(q) * fp32(scale / S) (docs/numerics.md section 5, "NVFP4").
     """
 
     codes: torch.Tensor

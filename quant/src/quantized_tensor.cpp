@@ -136,7 +136,7 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
     for (std::size_t b = 0; b < amaxes.size(); ++b) {
       if (is_nvfp4(o.granularity)) {
         out.scales[b] = nvfp4_block_scale_code(amaxes[b], global);
-        const float e = nvfp4_block_encode(nvfp4_block_decode(out.scales[b], global));
+        const float e = nvfp4_block_encode(out.scales[b], global);
         applied[b] = is_finite_positive(e) ? e : 1.0f;  // NaN: a block with a NaN, which the NaN policy decides
       } else if (o.apply == ScaleOp::kDivide) {
         applied[b] = out.scale_inv[b] = scale_inv_from_amax(amaxes[b], elem, o.amax);

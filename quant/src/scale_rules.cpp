@@ -83,6 +83,13 @@ float scale_inv_from_amax(float amax, const Format& target, const AmaxScaleOptio
   return s;
 }
 
+namespace {
+void check_global_scale(float global_scale) {
+  if (!is_finite_positive(global_scale))
+    throw std::invalid_argument("global scale must be finite and > 0, got " + float_text(global_scale));
+}
+}  // namespace
+
 float nvfp4_global_scale(float amax) {
   const std::uint32_t a = bits_of(amax);
   if (a > 0x80000000u && (a & kAbs) <= kInfBits) throw std::invalid_argument("amax must be >= 0, got " + float_text(amax));
@@ -96,8 +103,7 @@ std::uint8_t nvfp4_block_scale_code(float block_amax, float global_scale) {
   const std::uint32_t a = bits_of(block_amax);
   if (a > 0x80000000u && (a & kAbs) <= kInfBits)
     throw std::invalid_argument("block amax must be >= 0, got " + float_text(block_amax));
-  if (!is_finite_positive(global_scale))
-    throw std::invalid_argument("global scale must be finite and > 0, got " + float_text(global_scale));
+  check_global_scale(global_scale);
   const float multiplier = mul_f32_rne(global_scale, divide_rne(1.0f, 6.0f));
   float d = mul_f32_rne(float_of(a & kAbs), multiplier);
   if (bits_of(d) == kInfBits) d = FLT_MAX;  // then saturates to 448
@@ -106,18 +112,23 @@ std::uint8_t nvfp4_block_scale_code(float block_amax, float global_scale) {
   return static_cast<std::uint8_t>(encode_f32(d, kE4M3FN, o));
 }
 
-float nvfp4_block_decode(std::uint8_t code, float global_scale) {
-  if (!is_finite_positive(global_scale))
-    throw std::invalid_argument("global scale must be finite and > 0, got " + float_text(global_scale));
-  return mul_f32_rne(decode_f32(code, kE4M3FN), divide_rne(1.0f, global_scale));
+float nvfp4_block_encode(std::uint8_t code, float global_scale) {
+  check_global_scale(global_scale);
+  const float d = mul_f32_rne(decode_f32(code, kE4M3FN), divide_rne(1.0f, global_scale));
+  const std::uint32_t m = bits_of(d) & kAbs;
+  if (m > kInfBits) return d;  // NaN code
+  if (m == 0) return FLT_MAX;  // 1 / 0
+  const float e = divide_rne(1.0f, float_of(m));
+  return bits_of(e) == kInfBits ? FLT_MAX : e;
 }
 
-float nvfp4_block_encode(float decode) {
-  const std::uint32_t d = bits_of(decode) & kAbs;
-  if (d > kInfBits) return decode;    // NaN
-  if (d == 0) return FLT_MAX;         // 1 / 0
-  const float e = divide_rne(1.0f, float_of(d));
-  return bits_of(e) == kInfBits ? FLT_MAX : e;
+float nvfp4_block_decode(std::uint8_t code, float global_scale) {
+  check_global_scale(global_scale);
+  const float s = decode_f32(code, kE4M3FN);
+  const std::uint32_t m = bits_of(s) & kAbs;
+  if (m > kInfBits) return s;  // NaN code
+  const float d = m == 0 ? 0.0f : divide_rne(float_of(m), global_scale);
+  return (bits_of(s) & 0x80000000u) != 0 ? -d : d;
 }
 
 std::uint8_t mx_scale_code(float amax, const Format& element, MxScaleRule rule) {

@@ -373,17 +373,19 @@ def nvfp4_global_scale(abits):
 
 
 def nvfp4_block(abits, s):
-    """(e4m3fn scale code, decode d, encode fp32(1 / d)) of a block (docs/tensors.md, "NVFP4")."""
+    """(e4m3fn scale code, decode fp32(code / S), encode) of a block (docs/numerics.md section 5, "NVFP4"):
+    the encode inverts Transformer Engine's decode fp32(code * fp32(1 / S))."""
     E4 = cc.FORMATS['e4m3fn']
     one = f32v(F32_ONE)
     d = mul_f32(f32v(abits), mul_f32(s, div_f32(one, f32v(0x40C00000))))  # amax * fp32(S * fp32(1 / 6))
     if d[0] == 'inf':
         d = f32v(FLT_MAX_BITS)
     code = cc.convert(d, E4, 'rne', 'saturate', None)
-    dec = mul_f32(decode_code(E4, code), div_f32(one, s))
-    if is_zero(dec):
+    te = mul_f32(decode_code(E4, code), div_f32(one, s))
+    dec = div_f32(decode_code(E4, code), s)
+    if is_zero(te):
         return code, dec, f32v(FLT_MAX_BITS)
-    enc = div_f32(one, dec)
+    enc = div_f32(one, te)
     return code, dec, f32v(FLT_MAX_BITS) if enc[0] == 'inf' else enc
 
 

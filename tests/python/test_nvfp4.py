@@ -3,11 +3,13 @@
 The reference is Transformer Engine's NVFP4 reference quantizer
 (transformer_engine/pytorch/custom_recipes/quantization_nvfp4.py, ``_quantize_blockwise_reference``)
 restated with torch's float32 arithmetic, torch's own float8_e4m3fn cast for the block scales
-and ml_dtypes' float4_e2m1fn for the elements (docs/tensors.md, "NVFP4"):
+and ml_dtypes' float4_e2m1fn for the elements (docs/numerics.md section 5, "NVFP4"):
 
     S = fp32(2688 / amax), FLT_MAX when infinite, 1 when 0
-    d = e4m3fn(clamp(fp32(block_amax * fp32(S * fp32(1 / 6))), 448))
-    q = e2m1(clamp(fp32(x * min(fp32(1 / fp32(d * fp32(1 / S))), FLT_MAX)), 6))
+    s = e4m3fn(clamp(fp32(block_amax * fp32(S * fp32(1 / 6))), 448))
+    q = e2m1(clamp(fp32(x * min(fp32(1 / fp32(s * fp32(1 / S))), FLT_MAX)), 6))
+
+and dequantization is fp32(q * fp32(s / S)), as compressed-tensors' and vLLM's decode.
 
 One difference is deliberate: Transformer Engine's element cast maps an exact -0.0 to the +0
 code (and a negative value that rounds to zero to -0); fp8q and ml_dtypes keep the sign of
@@ -88,10 +90,10 @@ def test_quantize_equals_the_reference(granularity: str, tile: tuple[int, int], 
 
 
 @pytest.mark.parametrize("granularity,tile", [("nvfp4", (1, 16)), ("nvfp4_16x16", (16, 16))])
-def test_dequantize_is_code_times_block_decode_scale(granularity: str, tile: tuple[int, int]) -> None:
+def test_dequantize_is_code_times_scale_over_global_scale(granularity: str, tile: tuple[int, int]) -> None:
     x = cases()[1][1]
     q = fp8q.quantize(x, "e2m1", granularity=granularity)
-    d = q.scales.float() * (f32(1.0) / q.global_scale)  # fp32(scale * fp32(1 / S))
+    d = q.scales.float() / q.global_scale  # fp32(scale / S), as compressed-tensors and vLLM decode
     values = torch.from_numpy(fp8q_codes(q).view(ml_dtypes.float4_e2m1fn).astype(np.float32))
     want = values * d.repeat_interleave(tile[0], dim=0).repeat_interleave(tile[1], dim=1)
     assert torch.equal(q.dequantize().view(torch.int32), want.view(torch.int32))

@@ -58,10 +58,11 @@ TEST(Nvfp4Scale, BlockCodeDecodeAndEncodeEqualTheirFormulas) {
   for (const float s : globals) {
     const float gd = 1.0f / s;
     for (int c = 0; c < 0x7F; ++c) {  // every non-negative, non-NaN code
-      const float d = nvfp4_block_decode(static_cast<std::uint8_t>(c), s);
-      ASSERT_EQ(bits_of(d), bits_of(decode_f32(c, kE4M3FN) * gd)) << "code " << c << " S " << s;
-      const float e = d == 0.0f ? FLT_MAX : std::min(1.0f / d, FLT_MAX);
-      ASSERT_EQ(bits_of(nvfp4_block_encode(d)), bits_of(e)) << "code " << c << " S " << s;
+      const auto code = static_cast<std::uint8_t>(c);
+      ASSERT_EQ(bits_of(nvfp4_block_decode(code, s)), bits_of(decode_f32(c, kE4M3FN) / s)) << "code " << c << " S " << s;
+      const float te = decode_f32(c, kE4M3FN) * gd;  // Transformer Engine's decode, inverted for the encode
+      const float e = te == 0.0f ? FLT_MAX : std::min(1.0f / te, FLT_MAX);
+      ASSERT_EQ(bits_of(nvfp4_block_encode(code, s)), bits_of(e)) << "code " << c << " S " << s;
     }
     for (int i = 0; i < 4000; ++i) {
       const float a = float_of(rng() & 0x7F7FFFFFu);  // finite, >= 0
@@ -71,6 +72,8 @@ TEST(Nvfp4Scale, BlockCodeDecodeAndEncodeEqualTheirFormulas) {
   EXPECT_EQ(nvfp4_block_scale_code(NAN, 1.0f), 0x7F);
   EXPECT_EQ(nvfp4_block_scale_code(INFINITY, 1.0f), 0x7E);  // saturates to 448
   EXPECT_TRUE(std::isnan(nvfp4_block_decode(0x7F, 1.0f)));
+  EXPECT_TRUE(std::isnan(nvfp4_block_encode(0x7F, 1.0f)));
+  EXPECT_EQ(nvfp4_block_decode(0x7E, 448.0f), 1.0f);  // 448 / 448, where 448 * fp32(1 / 448) is not 1
   EXPECT_THROW(nvfp4_block_scale_code(-2.0f, 1.0f), std::invalid_argument);
   EXPECT_THROW(nvfp4_block_scale_code(1.0f, 0.0f), std::invalid_argument);
   EXPECT_THROW(nvfp4_block_decode(1, INFINITY), std::invalid_argument);
@@ -108,9 +111,9 @@ void check_against_reference(const std::vector<float>& x, const std::vector<std:
       const std::size_t b = br * g.grid_cols() + bc;
       const std::uint8_t code = code_formula(float_of(amax_bits), s);
       ASSERT_EQ(q.scales[b], code) << "block " << b;
-      const float d = decode_f32(code, kE4M3FN) * (1.0f / s);
+      const float te = decode_f32(code, kE4M3FN) * (1.0f / s);
       ConvertOptions e = o.convert;
-      e.scale = d == 0.0f ? FLT_MAX : std::min(1.0f / d, FLT_MAX);
+      e.scale = te == 0.0f ? FLT_MAX : std::min(1.0f / te, FLT_MAX);
       for (std::size_t r = br * g.block_rows; r < r1; ++r)
         for (std::size_t c = bc * g.block_cols; c < c1; ++c) {
           const std::size_t i = r * m.cols + c;
@@ -193,7 +196,7 @@ TEST(Nvfp4Quantize, RefusesWhatItDoesNotDefine) {
   EXPECT_EQ(global, std::vector<float>(2, 0.0f));  // nothing written
 }
 
-TEST(Nvfp4Dequantize, IsCodeTimesTheBlockDecodeScaleAndRefusesBadScales) {
+TEST(Nvfp4Dequantize, IsCodeTimesScaleOverTheGlobalScaleAndRefusesBadScales) {
   const std::vector<std::uint64_t> shape = {32, 48};
   const std::vector<float> x = random_tensor(32 * 48, 12);
   QuantizeOptions o;
@@ -205,7 +208,7 @@ TEST(Nvfp4Dequantize, IsCodeTimesTheBlockDecodeScaleAndRefusesBadScales) {
   std::vector<std::uint8_t> codes(x.size());
   unpack_fp4(q.codes, codes);
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const float d = decode_f32(q.scales[i / 16], kE4M3FN) * (1.0f / q.global_scale);
+    const float d = decode_f32(q.scales[i / 16], kE4M3FN) / q.global_scale;
     ASSERT_EQ(bits_of(out[i]), bits_of(decode_f32(codes[i], kE2M1) * d)) << i;
   }
   QuantizedTensor bad = q;

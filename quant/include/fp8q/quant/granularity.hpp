@@ -24,7 +24,7 @@ enum class GranularityKind : std::uint8_t {
   kBlock,   // rows x cols blocks: 1x128 activations, 128x128 weights, any r x c
   kMx,      // E8M0 scale per block of 32 along one axis (MX): 1 x 32, or 32 x 1 (a GEMM's B, K x N)
   kNvfp4,   // NVFP4: an E4M3FN scale per block of 16 (1 x 16, 16 x 1, or 16 x 16 for weights) under
-            // one fp32 tensor scale (docs/tensors.md, "NVFP4")
+            // one fp32 tensor scale (docs/numerics.md section 5, "NVFP4")
 };
 
 inline constexpr std::size_t kMxBlockSize = 32;

@@ -6,7 +6,7 @@
 //   divide:   scale_inv = scale_inv_from_amax(amax), q = convert(fp32(x / scale_inv))
 //   MX:       e8m0 = mx_scale_code(amax, rule), q = convert(x * 2^-e) (0xFF: NaN or 0 elements)
 //   NVFP4:    S = nvfp4_global_scale(tensor amax), e4m3fn code = nvfp4_block_scale_code(amax, S),
-//             d = nvfp4_block_decode(code, S), q = convert(fp32(x * nvfp4_block_encode(d)))
+//             q = convert(fp32(x * nvfp4_block_encode(code, S))), d = nvfp4_block_decode(code, S)
 // and dequantization is fp32(decode(q) * scale_inv), fp32(decode(q) * 2^e) or fp32(decode(q) * d),
 // one rounding.
 #pragma once

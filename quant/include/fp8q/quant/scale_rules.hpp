@@ -79,19 +79,20 @@ std::uint8_t mx_quantize_block(std::span<const float> block, const Format& eleme
 Pow2ScaleTable mx_scale_table(const Format& element, MxScaleRule rule);
 
 // ---- NVFP4: an E4M3FN scale per block of 16 e2m1 elements under one fp32 tensor scale ----------
-// Transformer Engine's reference quantizer (docs/tensors.md, "NVFP4"), with S the tensor's
-// encode scale and d the block's decode scale, every operation one fp32 nearest-even rounding:
+// Quantization is Transformer Engine's reference quantizer (docs/numerics.md section 5, "NVFP4"),
+// with S the tensor's encode scale, every operation one fp32 nearest-even rounding:
 //   S    = fp32(2688 / amax)          2688 = 448 * 6; Inf (amax 0 or tiny) -> FLT_MAX; 0 -> 1
 //   code = e4m3fn(fp32(block_amax * fp32(S * fp32(1 / 6))))   nearest-even, saturating at 448
-//   d    = fp32(decode(code) * fp32(1 / S))
-//   q    = e2m1(fp32(x * fp32(1 / d)))   1 / 0 -> FLT_MAX; saturating at 6
-// A NaN amax gives S = 1 and a NaN block amax the NaN code 0x7F. A negative amax is an error.
+//   e    = fp32(1 / fp32(decode(code) * fp32(1 / S)))          1 / 0 -> FLT_MAX
+//   q    = e2m1(fp32(x * e))                                   saturating at 6
+// and dequantization multiplies by d = fp32(decode(code) / S), as compressed-tensors and vLLM
+// decode the stored pair. A NaN amax gives S = 1 and a NaN block amax the NaN code 0x7F (its e
+// and d are NaN). A negative amax is an error.
 inline constexpr float kNvfp4ScaleRange = 2688.0f;
 float nvfp4_global_scale(float amax);
 std::uint8_t nvfp4_block_scale_code(float block_amax, float global_scale);
-// d and fp32(1 / d) above (FLT_MAX for d = 0; NaN for a NaN code).
+float nvfp4_block_encode(std::uint8_t code, float global_scale);
 float nvfp4_block_decode(std::uint8_t code, float global_scale);
-float nvfp4_block_encode(float decode);
 
 std::optional<MxScaleRule> parse_mx_scale_rule(std::string_view name);  // floor ceil even rceil trainium3
 std::string_view mx_scale_rule_name(MxScaleRule rule);

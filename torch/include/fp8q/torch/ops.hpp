@@ -83,7 +83,7 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
                                             std::int64_t seed = 0, std::int64_t offset = 0);
 
 // NVFP4 (granularity nvfp4, 1 x 16, or nvfp4_16x16): e2m1 codes (float4_e2m1fn_x2), float8_e4m3fn
-// block scales [grid_rows, grid_cols] and the float32 global scale S [1] (docs/tensors.md, "NVFP4").
+// block scales [grid_rows, grid_cols] and the float32 global scale S [1] (docs/numerics.md section 5, "NVFP4").
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(const at::Tensor& x,
                                                                 std::string_view granularity = "nvfp4",
                                                                 std::string_view rounding = "rne",
