@@ -20,9 +20,10 @@ _SCALES = {"hf-fp8": ("_scale_inv", "block128x128", None), "ct-fp8 tensor": ("_s
            "trn2 block": ("_scale", "block128x128", "e4m3")}
 
 
-def is_quantized(t: torch.Tensor) -> bool:
-    """Whether a stored weight holds FP8 codes (every fp8q layout stores them as F8_E4M3)."""
-    return t.dtype == torch.float8_e4m3fn
+def is_quantized(t: torch.Tensor, name: str = ".weight") -> bool:
+    """Whether a stored tensor is a quantized weight's codes: F8_E4M3 ``.weight`` (every FP8 layout)
+    or ct-nvfp4's packed e2m1 ``.weight_packed``."""
+    return (t.dtype == torch.float8_e4m3fn and name.endswith(".weight")) or name.endswith(".weight_packed")
 
 
 VOCAB = 384
@@ -69,6 +70,10 @@ def tensors(directory: Path) -> dict[str, torch.Tensor]:
 
 def fp8q_dequantized(q: dict[str, torch.Tensor], name: str, layout: str, dtype: torch.dtype) -> torch.Tensor:
     """The weight as fp8q dequantizes it: fp32(decode(q) * scale), rounded to dtype."""
+    if name.endswith(".weight_packed"):  # ct-nvfp4
+        module = name[: -len(".weight_packed")]
+        return fp8q.from_codes(q[name].view(torch.float4_e2m1fn_x2), q[module + ".weight_scale"], "nvfp4", "e2m1",
+                               q[module + ".weight_global_scale"]).dequantize(dtype)
     suffix, gran, fmt = _SCALES[layout]
     scale = q[name + suffix]
     if gran == "mx":
@@ -84,6 +89,11 @@ def loaders_weight(model: torch.nn.Module, name: str, dtype: torch.dtype) -> tor
     dequantized it; compressed-tensors keeps the codes and dequantizes in forward, by its own
     dequantize() with the module's quantization args (its mxfp8 compressor for E8M0 scales)."""
     module = model.get_submodule(name.rsplit(".", 1)[0])
+    if name.endswith(".weight_packed"):  # NVFP4: the nvfp4-pack-quantized compressor unpacks and dequantizes
+        from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+
+        state = {k: getattr(module, k) for k in ("weight_packed", "weight_scale", "weight_global_scale")}
+        return NVFP4PackedCompressor.decompress(state, module.quantization_scheme)["weight"].to(dtype)
     w = module.weight
     if w.dtype != torch.float8_e4m3fn:
         return w.detach().to(dtype)
@@ -103,7 +113,7 @@ def check_weights(model: torch.nn.Module, q: dict[str, torch.Tensor], layout: st
     """Every quantized weight as the loader reads it equals fp8q's dequantization, bit for bit."""
     checked = 0
     for name, t in q.items():
-        if t.dtype == torch.float8_e4m3fn:
+        if is_quantized(t, name):
             ours = fp8q_dequantized(q, name, layout, dtype)
             theirs = loaders_weight(model, name, dtype)
             bad = (ours.view(torch.int16 if dtype != torch.float32 else torch.int32)

@@ -31,6 +31,7 @@ TRANSFORMERS_LAYOUTS = {
     "ct-fp8 channel": ["--layout", "ct-fp8", "--granularity", "row"],
     "ct-fp8 block": ["--layout", "ct-fp8", "--granularity", "block128x128"],
     "ct-mxfp8": ["--layout", "ct-mxfp8"],
+    "ct-nvfp4": ["--layout", "ct-nvfp4"],
 }
 READER_LAYOUTS = {
     "trn2 tensor": ["--layout", "trn2", "--granularity", "tensor"],
@@ -52,6 +53,8 @@ def expected_quantized(name: str, shape: torch.Size, layout: str) -> bool:
         return shape[0] % 128 == 0 and shape[1] % 128 == 0
     if layout == "ct-mxfp8":
         return shape[1] % 32 == 0
+    if layout == "ct-nvfp4":
+        return shape[1] % 16 == 0
     return True
 
 
@@ -86,8 +89,9 @@ def agreement(original, candidate, ids) -> tuple[float, float, float]:
 def report(model: str, layout: str, n: int, rel: float, top1: float, same: float) -> None:
     print(f"\n{model:20} {layout:15} {n:2} quantized  logits rel. error {rel:.4f}  top-1 agree {top1:.3f}  "
           f"generate agree {same:.3f}")
-    # FP8 weights (and, for compressed-tensors, activations) of a random 2-layer model
-    assert rel < 0.2 and top1 > 0.6
+    # FP8 weights (and, for compressed-tensors, activations) of a random 2-layer model; NVFP4's
+    # 4-bit weights (SQNR about 20 dB) move the logits more
+    assert (rel < 0.2 and top1 > 0.6) if "nvfp4" not in layout else (rel < 0.5 and top1 > 0.3)
 
 
 IDS = torch.randint(0, VOCAB, (2, 24), generator=torch.Generator().manual_seed(1))
@@ -102,9 +106,9 @@ def test_transformers_loads_what_fp8q_wrote(tmp_path, cli, loader_models, model,
     loaded = transformers.AutoModelForCausalLM.from_pretrained(out, dtype=DTYPE).eval()
     # every quantized weight, as the loader dequantized it, against fp8q's dequantization
     n = check_weights(loaded, q, layout, DTYPE)
-    assert n == sum(is_quantized(t) for t in q.values()) and n > 0
+    assert n == sum(is_quantized(t, name) for name, t in q.items()) and n > 0
     for name, p in original.named_parameters():  # every kept weight loads unchanged
-        if name in q and not is_quantized(q[name]):
+        if name in q and not is_quantized(q[name], name):
             assert torch.equal(loaded.get_parameter(name), p), name
     rel, top1, same = agreement(original, loaded, IDS)
     # FineGrainedFP8 on a CPU dequantizes to bf16 and runs plain Linear layers: its forward pass
@@ -114,7 +118,7 @@ def test_transformers_loads_what_fp8q_wrote(tmp_path, cli, loader_models, model,
         reference = copy.deepcopy(original)
         with torch.no_grad():
             for name, t in q.items():
-                if is_quantized(t):
+                if is_quantized(t, name):
                     reference.get_parameter(name).copy_(fp8q_dequantized(q, name, layout, DTYPE))
             assert torch.equal(loaded(IDS).logits, reference(IDS).logits)
     report(model, layout, n, rel, top1, same)
