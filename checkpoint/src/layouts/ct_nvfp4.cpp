@@ -95,7 +95,10 @@ class CtNvfp4 final : public Layout {
     return {module + ".weight_packed", module + ".weight_scale", module + ".weight_global_scale"};
   }
   std::string quantization_config(const ConfigContext& c) const override {
-    OJson a;  // preset NVFP4A16, in the order compressed-tensors dumps it
+    // preset NVFP4A16, in the order compressed-tensors dumps it, without scale_dtype and
+    // zp_dtype: releases before 0.15.0 forbid those keys, and the NVFP4 compressor of every
+    // release takes e4m3fn block scales when scale_dtype is null
+    OJson a;
     a["num_bits"] = 4;
     a["type"] = "float";
     a["symmetric"] = true;
@@ -104,8 +107,6 @@ class CtNvfp4 final : public Layout {
     a["block_structure"] = nullptr;
     a["dynamic"] = false;
     a["actorder"] = nullptr;
-    a["scale_dtype"] = "torch.float8_e4m3fn";
-    a["zp_dtype"] = nullptr;
     a["observer"] = "memoryless_minmax";
     a["observer_kwargs"] = OJson::object();
     // 0.10.0: the first release with the tensor_group strategy that NVFP4 checkpoints name
