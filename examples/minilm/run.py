@@ -28,13 +28,14 @@ SENTENCES = [
     "Someone in a gorilla costume is playing a set of drums.", "FP8 numerics have to be bit-exact.",
 ]
 # name, fp8q quantize options, the dtype transformers loads it in (compressed-tensors decompresses
-# MX weights to bfloat16 whatever the model's dtype)
+# MX and NVFP4 weights to bfloat16 whatever the model's dtype)
 RUNS = [
     ("hf-fp8", ["--layout", "hf-fp8"], torch.float32),
     ("ct-fp8 tensor", ["--layout", "ct-fp8", "--granularity", "tensor"], torch.float32),
     ("ct-fp8 channel", ["--layout", "ct-fp8", "--granularity", "row"], torch.float32),
     ("ct-fp8 block", ["--layout", "ct-fp8", "--granularity", "block128x128"], torch.float32),
     ("ct-mxfp8", ["--layout", "ct-mxfp8"], torch.bfloat16),
+    ("ct-nvfp4", ["--layout", "ct-nvfp4"], torch.bfloat16),
 ]
 
 

