@@ -35,6 +35,7 @@ RUNS = [
     ("ct-fp8 channel", ["--layout", "ct-fp8", "--granularity", "row"], torch.float32),
     ("ct-fp8 block", ["--layout", "ct-fp8", "--granularity", "block128x128"], torch.float32),
     ("ct-mxfp8", ["--layout", "ct-mxfp8"], torch.bfloat16),
+    ("ct-mxfp4", ["--layout", "ct-mxfp4"], torch.bfloat16),
     ("ct-nvfp4", ["--layout", "ct-nvfp4"], torch.bfloat16),
 ]
 

@@ -124,7 +124,8 @@ class LayoutTest : public ::testing::TestWithParam<Case> {
 
 TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
   const Case& c = GetParam();
-  if (c.layout == "ct-nvfp4") GTEST_SKIP() << "packed FP4: CtNvfp4Layout.MatchesItsDefinitionAndDequantizes";
+  if (c.layout == "ct-nvfp4" || c.layout == "ct-mxfp4")
+    GTEST_SKIP() << "packed FP4: CtNvfp4Layout / CtMxfp4Layout.MatchesItsDefinition";
   const auto result = quantize_checkpoint(dir_ / "in", dir_ / "out", options());
   const Model out = Model::open(dir_ / "out");
   EXPECT_TRUE(std::filesystem::exists(dir_ / "out" / "tokenizer.json"));
@@ -371,6 +372,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"ct_fp8_channel", "ct-fp8", std::nullopt, std::nullopt},
                       Case{"ct_fp8_block", "ct-fp8", Granularity::block(128, 128), std::nullopt},
                       Case{"ct_mxfp8", "ct-mxfp8", std::nullopt, std::nullopt},
+                      Case{"ct_mxfp4", "ct-mxfp4", std::nullopt, std::nullopt},
                       Case{"ct_nvfp4", "ct-nvfp4", std::nullopt, std::nullopt},
                       Case{"trn2_channel", "trn2", std::nullopt, std::nullopt},
                       Case{"trn2_block", "trn2", Granularity::block(128, 128), std::nullopt},
@@ -465,6 +467,70 @@ TEST(CtNvfp4Layout, MatchesItsDefinitionAndDequantizes) {
   EXPECT_EQ(w["strategy"], "tensor_group");
   EXPECT_EQ(w["group_size"], 16);
   EXPECT_EQ(w["dynamic"], false);
+}
+
+// ct-mxfp4: weight_packed / weight_scale (E8M0) of every weight whose input dimension is a
+// multiple of 32, byte for byte fp8q's MX quantization into e2m1 under the `even` rule (which is
+// compressed-tensors' MX rule: tests/python/test_ct_producer.py compares with its code); the
+// config's MXFP4A16 arguments; verify.
+TEST(CtMxfp4Layout, MatchesItsDefinition) {
+  ScratchDir dir;
+  const auto model = testing::small_model();
+  std::filesystem::create_directory(dir / "in");
+  testing::write_model_file(dir / "in" / "model.safetensors", model);
+  testing::write_config(dir / "in");
+  QuantizeCheckpointOptions o;
+  o.layout = "ct-mxfp4";
+  quantize_checkpoint(dir / "in", dir / "out", o);
+  const Model out = Model::open(dir / "out");
+  const std::set<std::string> quantized = {"model.layers.0.self_attn.q_proj.weight",
+                                           "model.layers.0.self_attn.o_proj.weight",
+                                           "model.layers.0.mlp.gate_proj.weight"};
+  for (const HostTensor& t : model) {
+    SCOPED_TRACE(t.name);
+    const std::string module = t.name.substr(0, t.name.size() - 7);
+    if (quantized.count(t.name) == 0) {
+      EXPECT_NE(out.find(t.name), nullptr);
+      EXPECT_EQ(out.find(module + ".weight_packed"), nullptr);
+      continue;
+    }
+    EXPECT_EQ(out.find(t.name), nullptr);
+    const ModelTensor* q = out.find(module + ".weight_packed");
+    const ModelTensor* sc = out.find(module + ".weight_scale");
+    ASSERT_TRUE(q != nullptr && sc != nullptr);
+    const std::size_t rows = t.shape[0], cols = t.shape[1];
+    EXPECT_EQ(q->info->dtype, DType::kU8);
+    EXPECT_EQ(q->info->shape, (std::vector<std::uint64_t>{rows, cols / 2}));
+    EXPECT_EQ(sc->info->dtype, DType::kU8);
+    EXPECT_EQ(sc->info->shape, (std::vector<std::uint64_t>{rows, cols / 32}));
+    QuantizeOptions qo;
+    qo.element = FormatId::kE2M1;
+    qo.granularity = Granularity::mx();
+    qo.mx_rule = MxScaleRule::kEven;
+    const QuantizedTensor want =
+        quantize(std::as_bytes(std::span(t.bytes)), t.dtype == DType::kF32 ? kF32 : t.dtype == DType::kBF16 ? kBF16 : kF16,
+                 t.shape, qo);
+    const auto packed = out.bytes(*q), scales = out.bytes(*sc);
+    ASSERT_EQ(packed.size(), want.codes.size());
+    EXPECT_EQ(std::memcmp(packed.data(), want.codes.data(), packed.size()), 0);
+    ASSERT_EQ(scales.size(), want.scales.size());
+    EXPECT_EQ(std::memcmp(scales.data(), want.scales.data(), scales.size()), 0);
+  }
+  const auto v = verify_checkpoint(dir / "out", dir / "in", 2);
+  EXPECT_TRUE(v.problems.empty()) << (v.problems.empty() ? "" : v.problems.front());
+  EXPECT_EQ(v.summary.quantized, quantized.size());
+  const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
+  EXPECT_EQ(qc["format"], "mxfp4-pack-quantized");
+  EXPECT_EQ(qc["ignore"].get<std::vector<std::string>>(),
+            (std::vector<std::string>{"lm_head", "model.embed_tokens", "model.layers.0.mlp.down_proj",
+                                      "model.layers.0.mlp.gate"}));
+  const Json& w = qc["config_groups"]["group_0"]["weights"];
+  EXPECT_TRUE(includes(kQuantizationArgs_0_15_0, keys(w))) << w.dump();
+  EXPECT_EQ(w["num_bits"], 4);
+  EXPECT_EQ(w["strategy"], "group");
+  EXPECT_EQ(w["group_size"], 32);
+  EXPECT_EQ(w["scale_dtype"], "torch.uint8");
+  EXPECT_TRUE(qc["config_groups"]["group_0"]["input_activations"].is_null());
 }
 
 // ---- beyond one layout ----

@@ -11,7 +11,7 @@ namespace {
 using testing::ScratchDir;
 
 TEST(NonfiniteCheck, SameErrorWithAndWithoutMeasuring) {
-  for (const char* layout : {"hf-fp8", "ct-fp8", "ct-mxfp8", "ct-nvfp4", "trn2", "trn3-mx"}) {
+  for (const char* layout : {"hf-fp8", "ct-fp8", "ct-mxfp8", "ct-mxfp4", "ct-nvfp4", "trn2", "trn3-mx"}) {
     for (bool measure : {true, false}) {
       ScratchDir dir;
       auto model = testing::small_model();

@@ -22,7 +22,7 @@ _SCALES = {"hf-fp8": ("_scale_inv", "block128x128", None), "ct-fp8 tensor": ("_s
 
 def is_quantized(t: torch.Tensor, name: str = ".weight") -> bool:
     """Whether a stored tensor is a quantized weight's codes: F8_E4M3 ``.weight`` (every FP8 layout)
-    or ct-nvfp4's packed e2m1 ``.weight_packed``."""
+    or the packed e2m1 ``.weight_packed`` of ct-mxfp4 and ct-nvfp4."""
     return (t.dtype == torch.float8_e4m3fn and name.endswith(".weight")) or name.endswith(".weight_packed")
 
 
@@ -70,9 +70,13 @@ def tensors(directory: Path) -> dict[str, torch.Tensor]:
 
 def fp8q_dequantized(q: dict[str, torch.Tensor], name: str, layout: str, dtype: torch.dtype) -> torch.Tensor:
     """The weight as fp8q dequantizes it: fp32(decode(q) * scale), rounded to dtype."""
-    if name.endswith(".weight_packed"):  # ct-nvfp4
+    if name.endswith(".weight_packed"):  # ct-nvfp4 (with a global scale), ct-mxfp4 (E8M0 scales)
         module = name[: -len(".weight_packed")]
-        return fp8q.from_codes(q[name].view(torch.float4_e2m1fn_x2), q[module + ".weight_scale"], "nvfp4", "e2m1",
+        codes = q[name].view(torch.float4_e2m1fn_x2)
+        if module + ".weight_global_scale" not in q:
+            return fp8q.from_codes(codes, q[module + ".weight_scale"].view(torch.float8_e8m0fnu), "mx",
+                                   "e2m1").dequantize(dtype)
+        return fp8q.from_codes(codes, q[module + ".weight_scale"], "nvfp4", "e2m1",
                                q[module + ".weight_global_scale"]).dequantize(dtype)
     suffix, gran, fmt = _SCALES[layout]
     scale = q[name + suffix]
@@ -89,11 +93,14 @@ def loaders_weight(model: torch.nn.Module, name: str, dtype: torch.dtype) -> tor
     dequantized it; compressed-tensors keeps the codes and dequantizes in forward, by its own
     dequantize() with the module's quantization args (its mxfp8 compressor for E8M0 scales)."""
     module = model.get_submodule(name.rsplit(".", 1)[0])
-    if name.endswith(".weight_packed"):  # NVFP4: the nvfp4-pack-quantized compressor unpacks and dequantizes
+    if name.endswith(".weight_packed"):  # FP4: the pack-quantized compressors unpack and dequantize
+        from compressed_tensors.compressors.mxfp4.base import MXFP4PackedCompressor
         from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
 
-        state = {k: getattr(module, k) for k in ("weight_packed", "weight_scale", "weight_global_scale")}
-        return NVFP4PackedCompressor.decompress(state, module.quantization_scheme)["weight"].to(dtype)
+        nvfp4 = hasattr(module, "weight_global_scale")
+        keys = ("weight_packed", "weight_scale") + (("weight_global_scale",) if nvfp4 else ())
+        compressor = NVFP4PackedCompressor if nvfp4 else MXFP4PackedCompressor
+        return compressor.decompress({k: getattr(module, k) for k in keys}, module.quantization_scheme)["weight"].to(dtype)
     w = module.weight
     if w.dtype != torch.float8_e4m3fn:
         return w.detach().to(dtype)

@@ -1,4 +1,4 @@
-"""The compressed-tensors quantization_config that ``fp8q quantize`` writes (ct-fp8, ct-mxfp8, ct-nvfp4)
+"""The compressed-tensors quantization_config that ``fp8q quantize`` writes (ct-fp8, ct-mxfp8, ct-mxfp4, ct-nvfp4)
 loads with compressed-tensors: parsed by the installed release (``QuantizationConfig``), and
 every QuantizationArgs key is one that the oldest release reading the format accepts
 (QuantizationArgs forbids unknown keys). The key lists are read from the released wheels'
@@ -25,7 +25,7 @@ ARGS_0_15_0 = ARGS_0_12_2 | {"scale_dtype", "zp_dtype"}
 
 LAYOUTS = [("ct-fp8", "channel", ARGS_0_12_2, "0.13.0"), ("ct-fp8", "tensor", ARGS_0_12_2, "0.13.0"),
            ("ct-fp8", "block", ARGS_0_12_2, "0.13.0"), ("ct-mxfp8", None, ARGS_0_15_0, "0.15.0"),
-           ("ct-nvfp4", None, ARGS_0_12_2, "0.10.0")]
+           ("ct-mxfp4", None, ARGS_0_15_0, "0.15.0"), ("ct-nvfp4", None, ARGS_0_12_2, "0.10.0")]
 
 
 def tied_model(path: Path) -> None:

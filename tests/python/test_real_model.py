@@ -4,7 +4,7 @@ every layout that applies to BERT and loaded by transformers on the CPU (trn2 an
 reference readers of readers.py). Sentence embeddings
 (mean-pooled, normalised, as sentence-transformers computes them: checked against its own
 encode()) must keep a cosine of at least 0.99 with the original's for every sentence (0.95 for
-NVFP4's 4-bit weights); every
+NVFP4's weights, 0.93 for MXFP4's); every
 weight the loader dequantizes equals fp8q's bit for bit. The table is printed (pytest -s)."""
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ LAYOUTS = {
     "ct-fp8 channel": (["--layout", "ct-fp8", "--granularity", "row"], torch.float32),
     "ct-fp8 block": (["--layout", "ct-fp8", "--granularity", "block128x128"], torch.float32),
     "ct-mxfp8": (["--layout", "ct-mxfp8"], torch.bfloat16),
+    "ct-mxfp4": (["--layout", "ct-mxfp4"], torch.bfloat16),
     "ct-nvfp4": (["--layout", "ct-nvfp4"], torch.bfloat16),
 }
 READER_LAYOUTS = {
@@ -80,8 +81,8 @@ def check(model: torch.nn.Module, tokenizer, want: torch.Tensor, layout: str) ->
     cosine = (embeddings(model, tokenizer) * want).sum(-1)
     print(f"\nall-MiniLM-L6-v2 {layout:15} embedding cosine min {cosine.min().item():.5f} "
           f"mean {cosine.mean().item():.5f}")
-    # FP8: 0.99; NVFP4's 4-bit weights (measured 0.971 min, 0.976 mean): 0.95
-    assert cosine.min().item() >= (0.95 if "nvfp4" in layout else 0.99)
+    # FP8: 0.99; FP4 weights lose more (measured minima: NVFP4 0.971, MXFP4 0.951)
+    assert cosine.min().item() >= {"ct-nvfp4": 0.95, "ct-mxfp4": 0.93}.get(layout, 0.99)
 
 
 @pytest.mark.parametrize("layout", READER_LAYOUTS)

@@ -272,7 +272,7 @@ void add_quantize(CLI::App& app) {
   auto* qc = app.add_subcommand("quantize", "Quantize a checkpoint (.safetensors or model directory) into an FP8/MXFP8 layout");
   qc->add_option("IN", q->in, "Input .safetensors file or Hugging Face model directory")->required();
   qc->add_option("OUT_DIR", q->out, "Output directory (created; replaced only with --force)")->required();
-  qc->add_option("--layout", q->layout, "hf-fp8 ct-fp8 ct-mxfp8 ct-nvfp4 trn2 trn3-mx")->required();
+  qc->add_option("--layout", q->layout, "hf-fp8 ct-fp8 ct-mxfp8 ct-mxfp4 ct-nvfp4 trn2 trn3-mx")->required();
   auto* g = qc->add_option("--granularity", q->granularity, "ct-fp8 / trn2 weight scales: tensor row block128x128 (default row)");
   qc->add_option("--strategy", q->strategy, "Alias of --granularity in compressed-tensors' words: tensor channel block")
       ->excludes(g);

@@ -67,13 +67,13 @@ DivideQuantized quantize_divide(const WeightRef& w, const Format& target, const 
 }
 
 MxQuantized quantize_mx(std::span<const std::byte> data, const Format& from, std::size_t rows, std::size_t cols,
-                        const Pow2ScaleTable& table, const LayoutOptions& lo) {
+                        const Pow2ScaleTable& table, const LayoutOptions& lo, const Format& element) {
   MxQuantized out;
   out.codes.resize(rows * cols);
   out.scales.resize(rows * ((cols + 31) / 32));
   ConvertOptions o;
   o.overflow = Overflow::kSaturate;
-  convert_mx(data, from, rows, cols, 32, out.codes, out.scales, kE4M3FN, table, o, {lo.threads, lo.isa});
+  convert_mx(data, from, rows, cols, 32, out.codes, out.scales, element, table, o, {lo.threads, lo.isa});
   return out;
 }
 

@@ -46,13 +46,14 @@ struct DivideQuantized {
 DivideQuantized quantize_divide(const WeightRef& w, const Format& target, const BlockGrid& grid, DType scale_dtype,
                                 const LayoutOptions& o);
 
-// MX: blocks of 32 along each row, E8M0 code table.code(amax), q = convert(x * 2^-e) RNE saturating.
+// MX: blocks of 32 along each row, E8M0 code table.code(amax), q = convert(x * 2^-e) RNE saturating
+// into `element` (e4m3fn unless given).
 struct MxQuantized {
-  std::vector<std::uint8_t> codes;   // [rows, cols]
+  std::vector<std::uint8_t> codes;   // [rows, cols], one a byte
   std::vector<std::uint8_t> scales;  // [rows, ceil(cols / 32)]
 };
 MxQuantized quantize_mx(std::span<const std::byte> data, const Format& from, std::size_t rows, std::size_t cols,
-                        const Pow2ScaleTable& table, const LayoutOptions& o);
+                        const Pow2ScaleTable& table, const LayoutOptions& o, const Format& element = kE4M3FN);
 
 // Scales as stored: F32, BF16 or F16 little-endian (values must be exact in that dtype).
 std::vector<std::byte> encode_scales(std::span<const float> s, DType dtype);

@@ -36,11 +36,11 @@ std::optional<std::string> Layout::cannot_quantize(const std::vector<std::uint64
 
 const Layout* layout_named(std::string_view name) {
   for (const Layout* l : {&layouts::hf_fp8_layout(), &layouts::ct_fp8_layout(), &layouts::ct_mxfp8_layout(),
-                          &layouts::ct_nvfp4_layout(), &layouts::trn2_layout(), &layouts::trn3_mx_layout()})
+                          &layouts::ct_mxfp4_layout(), &layouts::ct_nvfp4_layout(), &layouts::trn2_layout(), &layouts::trn3_mx_layout()})
     if (l->name() == name) return l;
   return nullptr;
 }
 
-std::vector<std::string_view> layout_names() { return {"hf-fp8", "ct-fp8", "ct-mxfp8", "ct-nvfp4", "trn2", "trn3-mx"}; }
+std::vector<std::string_view> layout_names() { return {"hf-fp8", "ct-fp8", "ct-mxfp8", "ct-mxfp4", "ct-nvfp4", "trn2", "trn3-mx"}; }
 
 }  // namespace fp8q::checkpoint

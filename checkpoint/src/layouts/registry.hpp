@@ -9,6 +9,7 @@ namespace fp8q::checkpoint::layouts {
 const Layout& hf_fp8_layout();
 const Layout& ct_fp8_layout();
 const Layout& ct_mxfp8_layout();
+const Layout& ct_mxfp4_layout();
 const Layout& ct_nvfp4_layout();
 const Layout& trn2_layout();
 const Layout& trn3_mx_layout();

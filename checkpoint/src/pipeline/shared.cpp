@@ -13,7 +13,7 @@ std::map<std::string, std::string> shard_metadata(const Layout& layout, const La
   std::map<std::string, std::string> m{{"format", "pt"}, {std::string(kMetaLayout), std::string(layout.name())}};
   if (o.granularity) m[std::string(kMetaGranularity)] = granularity_name(*o.granularity);
   if (o.pack) m[std::string(kMetaPack)] = std::string(trn3::k_layout_name(*o.pack));
-  m["fp8q.weight_format"] = layout.name() == "trn2" ? "e4m3" : layout.name() == "ct-nvfp4" ? "e2m1" : "e4m3fn";
+  m["fp8q.weight_format"] = layout.name() == "trn2" ? "e4m3" : layout.name() == "ct-nvfp4" || layout.name() == "ct-mxfp4" ? "e2m1" : "e4m3fn";
   return m;
 }
 

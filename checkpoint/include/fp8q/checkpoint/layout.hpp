@@ -124,7 +124,7 @@ class Layout {
   virtual bool supports_input_scales() const { return false; }
 };
 
-// hf-fp8 ct-fp8 ct-mxfp8 ct-nvfp4 trn2 trn3-mx; nullptr for anything else.
+// hf-fp8 ct-fp8 ct-mxfp8 ct-mxfp4 ct-nvfp4 trn2 trn3-mx; nullptr for anything else.
 const Layout* layout_named(std::string_view name);
 std::vector<std::string_view> layout_names();
 
