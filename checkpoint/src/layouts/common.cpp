@@ -160,6 +160,26 @@ DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::v
   return v;
 }
 
+nlohmann::ordered_json ct_quantization_args(const CtArgs& c) {
+  using OJson = nlohmann::ordered_json;
+  OJson a;
+  a["num_bits"] = c.num_bits;
+  a["type"] = "float";
+  a["symmetric"] = true;
+  a["group_size"] = c.group_size ? OJson(*c.group_size) : OJson(nullptr);
+  a["strategy"] = c.strategy;
+  a["block_structure"] = c.block ? OJson(*c.block) : OJson(nullptr);
+  a["dynamic"] = c.dynamic;
+  a["actorder"] = nullptr;
+  if (c.scale_dtype) {
+    a["scale_dtype"] = *c.scale_dtype;
+    a["zp_dtype"] = nullptr;
+  }
+  a["observer"] = c.observer ? OJson(c.observer) : OJson(nullptr);
+  a["observer_kwargs"] = OJson::object();
+  return a;
+}
+
 std::string json_string_array(const std::vector<std::string>& items) { return nlohmann::json(items).dump(); }
 
 std::string compressed_tensors_config(nlohmann::ordered_json weights, nlohmann::ordered_json inputs,

@@ -72,6 +72,20 @@ DequantView grid_view(FormatId element, std::size_t rows, std::size_t cols, std:
 DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
                     std::vector<std::uint8_t> e8m0);
 
+// compressed-tensors' QuantizationArgs as it serializes them, keys in its order. Without
+// `scale_dtype` neither scale_dtype nor zp_dtype is written: releases before 0.15.0 forbid the
+// keys (QuantizationArgs has extra="forbid"); with it, zp_dtype is null (symmetric).
+struct CtArgs {
+  int num_bits = 8;
+  std::string strategy;
+  bool dynamic = false;
+  std::optional<int> group_size;
+  std::optional<std::vector<std::size_t>> block;
+  std::optional<std::string> scale_dtype;
+  const char* observer = nullptr;  // null when absent
+};
+nlohmann::ordered_json ct_quantization_args(const CtArgs& a);
+
 // JSON text helpers for quantization_config.
 std::string json_string_array(const std::vector<std::string>& items);
 // compressed-tensors' quantization_config (as that library writes it, keys in its order): one

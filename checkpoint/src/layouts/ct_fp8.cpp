@@ -28,22 +28,11 @@ namespace {
 
 using OJson = nlohmann::ordered_json;
 
-// QuantizationArgs as compressed-tensors serializes them, in its order, less scale_dtype and
-// zp_dtype (0.13 on, null here): QuantizationArgs of 0.12 and older forbids unknown keys.
+// QuantizationArgs of FP8 without scale_dtype / zp_dtype: 0.12 and older forbid the keys.
 OJson float8_args(const std::string& strategy, bool dynamic, std::optional<int> group_size,
                   std::optional<std::vector<std::size_t>> block, const char* observer) {
-  OJson a;
-  a["num_bits"] = 8;
-  a["type"] = "float";
-  a["symmetric"] = true;
-  a["group_size"] = group_size ? OJson(*group_size) : OJson(nullptr);
-  a["strategy"] = strategy;
-  a["block_structure"] = block ? OJson(*block) : OJson(nullptr);
-  a["dynamic"] = dynamic;
-  a["actorder"] = nullptr;
-  a["observer"] = observer ? OJson(observer) : OJson(nullptr);
-  a["observer_kwargs"] = OJson::object();
-  return a;
+  return ct_quantization_args({.num_bits = 8, .strategy = strategy, .dynamic = dynamic, .group_size = group_size,
+                               .block = std::move(block), .scale_dtype = std::nullopt, .observer = observer});
 }
 
 class CtFp8 final : public Layout {

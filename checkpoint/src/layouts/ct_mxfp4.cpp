@@ -25,8 +25,6 @@
 namespace fp8q::checkpoint::layouts {
 namespace {
 
-using OJson = nlohmann::ordered_json;
-
 class CtMxfp4 final : public Layout {
  public:
   std::string_view name() const override { return "ct-mxfp4"; }
@@ -73,21 +71,11 @@ class CtMxfp4 final : public Layout {
     return {module + ".weight_packed", module + ".weight_scale"};
   }
   std::string quantization_config(const ConfigContext& c) const override {
-    OJson a;  // preset MXFP4A16, in the order compressed-tensors dumps it
-    a["num_bits"] = 4;
-    a["type"] = "float";
-    a["symmetric"] = true;
-    a["group_size"] = 32;
-    a["strategy"] = "group";
-    a["block_structure"] = nullptr;
-    a["dynamic"] = false;
-    a["actorder"] = nullptr;
-    a["scale_dtype"] = "torch.uint8";
-    a["zp_dtype"] = nullptr;
-    a["observer"] = "memoryless_minmax";
-    a["observer_kwargs"] = OJson::object();
-    // scale_dtype needs 0.15.0 (releases before it forbid the key), which also reads the format
-    return compressed_tensors_config(a, nullptr, "mxfp4-pack-quantized", c.kept_linear_modules, "0.15.0");
+    // preset MXFP4A16; scale_dtype needs 0.15.0 (releases before it forbid the key)
+    const auto weights = ct_quantization_args({.num_bits = 4, .strategy = "group", .dynamic = false, .group_size = 32,
+                                               .block = std::nullopt, .scale_dtype = "torch.uint8",
+                                               .observer = "memoryless_minmax"});
+    return compressed_tensors_config(weights, nullptr, "mxfp4-pack-quantized", c.kept_linear_modules, "0.15.0");
   }
 };
 

@@ -37,8 +37,6 @@ Pow2ScaleTable compressed_tensors_mx_table() {
 
 namespace {
 
-using OJson = nlohmann::ordered_json;
-
 class CtMxfp8 final : public Layout {
  public:
   std::string_view name() const override { return "ct-mxfp8"; }
@@ -83,20 +81,9 @@ class CtMxfp8 final : public Layout {
   }
   std::string quantization_config(const ConfigContext& c) const override {
     auto args = [](bool dynamic) {
-      OJson a;
-      a["num_bits"] = 8;
-      a["type"] = "float";
-      a["symmetric"] = true;
-      a["group_size"] = 32;
-      a["strategy"] = "group";
-      a["block_structure"] = nullptr;
-      a["dynamic"] = dynamic;
-      a["actorder"] = nullptr;
-      a["scale_dtype"] = "torch.uint8";
-      a["zp_dtype"] = nullptr;
-      a["observer"] = dynamic ? OJson(nullptr) : OJson("memoryless_minmax");
-      a["observer_kwargs"] = OJson::object();
-      return a;
+      return ct_quantization_args({.num_bits = 8, .strategy = "group", .dynamic = dynamic, .group_size = 32,
+                                   .block = std::nullopt, .scale_dtype = "torch.uint8",
+                                   .observer = dynamic ? nullptr : "memoryless_minmax"});
     };
     // preset MXFP8: dynamic MX activations
     // 0.15.0: the first release with CompressionFormat.mxfp8_quantized (config/base.py)

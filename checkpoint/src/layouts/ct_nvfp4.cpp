@@ -25,8 +25,6 @@
 namespace fp8q::checkpoint::layouts {
 namespace {
 
-using OJson = nlohmann::ordered_json;
-
 // The view the loader computes: one fp32(s / S) per 1 x 16 block of the unpacked codes.
 DequantView nvfp4_view(std::size_t rows, std::size_t cols, std::span<const std::uint8_t> packed,
                        std::span<const std::uint8_t> scales, float global_scale) {
@@ -95,22 +93,12 @@ class CtNvfp4 final : public Layout {
     return {module + ".weight_packed", module + ".weight_scale", module + ".weight_global_scale"};
   }
   std::string quantization_config(const ConfigContext& c) const override {
-    // preset NVFP4A16, in the order compressed-tensors dumps it, without scale_dtype and
-    // zp_dtype: releases before 0.15.0 forbid those keys, and the NVFP4 compressor of every
-    // release takes e4m3fn block scales when scale_dtype is null
-    OJson a;
-    a["num_bits"] = 4;
-    a["type"] = "float";
-    a["symmetric"] = true;
-    a["group_size"] = 16;
-    a["strategy"] = "tensor_group";
-    a["block_structure"] = nullptr;
-    a["dynamic"] = false;
-    a["actorder"] = nullptr;
-    a["observer"] = "memoryless_minmax";
-    a["observer_kwargs"] = OJson::object();
-    // 0.10.0: the first release with the tensor_group strategy that NVFP4 checkpoints name
-    return compressed_tensors_config(a, nullptr, "nvfp4-pack-quantized", c.kept_linear_modules, "0.10.0");
+    // preset NVFP4A16 without scale_dtype: the NVFP4 compressor of every release takes e4m3fn
+    // block scales when it is null. 0.10.0: the first release with the tensor_group strategy
+    const auto weights = ct_quantization_args({.num_bits = 4, .strategy = "tensor_group", .dynamic = false,
+                                               .group_size = 16, .block = std::nullopt, .scale_dtype = std::nullopt,
+                                               .observer = "memoryless_minmax"});
+    return compressed_tensors_config(weights, nullptr, "nvfp4-pack-quantized", c.kept_linear_modules, "0.10.0");
   }
 };
 
