@@ -28,6 +28,8 @@ runs=(
   "ct-fp8 block|--layout ct-fp8 --granularity block128x128"
   "ct-fp8 tensor, static input scales|--layout ct-fp8 --granularity tensor --calib-data $calib"
   "ct-mxfp8|--layout ct-mxfp8"
+  "ct-mxfp4|--layout ct-mxfp4"
+  "ct-nvfp4|--layout ct-nvfp4"
   "trn2 channel|--layout trn2 --granularity row"
   "trn2 block|--layout trn2 --granularity block128x128"
   "trn3-mx|--layout trn3-mx"

@@ -63,6 +63,12 @@ float e8m0_value(std::uint8_t code) {
   return std::ldexp(1.0f, static_cast<int>(code) - 127);
 }
 
+float e2m1_value(std::uint8_t code) {
+  const int exp = (code >> 1) & 0x3, man = code & 0x1;
+  const float magnitude = exp == 0 ? 0.5f * static_cast<float>(man) : std::ldexp(1.0f + 0.5f * static_cast<float>(man), exp - 1);
+  return (code & 0x8) != 0 ? -magnitude : magnitude;
+}
+
 float bf16_value(std::uint16_t bits) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
 }

@@ -5,6 +5,7 @@
 //   F8_E4M3 (OCP e4m3fn): s.eeee.mmm, bias 7, no Inf, S.1111.111 is NaN, max 448
 //   e4m3 (IEEE-style, Trainium2): s.eeee.mmm, bias 7, S.1111.000 is Inf, S.1111.xxx NaN, max 240
 //   E8M0 (MX scale): 2^(code - 127), 0xFF is NaN
+//   e2m1 (FP4, two a byte): s.ee.m, bias 1, no Inf or NaN, max 6; element 2i in bits 0-3
 //   BF16: the top 16 bits of an fp32;  F16: IEEE binary16
 // Subnormals (exponent field 0) are m * 2^(1 - bias - mbits) in every format.
 #pragma once
@@ -24,6 +25,7 @@ const std::array<float, 256>& fp8_table(Fp8 format);
 std::uint8_t encode_e4m3fn(float x);
 
 float e8m0_value(std::uint8_t code);   // 2^(code - 127), exact in fp32 for codes 1..254; 0xFF NaN
+float e2m1_value(std::uint8_t code);   // the low 4 bits
 float bf16_value(std::uint16_t bits);
 float f16_value(std::uint16_t bits);
 

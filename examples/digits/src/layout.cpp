@@ -131,6 +131,43 @@ Weight mx(const ModelFiles& files, const Layout& l, const std::string& module, s
                             (*packing == trn3::KLayout::kWrapX ? "wrapX" : "1x32")};
 }
 
+// Packed e2m1 codes times one scale per group of the input dimension: E8M0 per 32 (ct-mxfp4) or
+// fp32(e4m3fn / global) per 16 (ct-nvfp4), each product one fp32 multiply.
+Weight packed_fp4(const ModelFiles& files, const Layout& l, const std::string& module, std::uint64_t out,
+                  std::uint64_t in) {
+  const bool nv = l.kind == LayoutKind::kCtNvfp4;
+  const std::uint64_t group = nv ? 16 : 32;
+  const Tensor q = files.at(module + ".weight_packed");
+  const Tensor s = files.at(module + ".weight_scale");
+  if (q.dtype != DType::kU8 || s.dtype != (nv ? DType::kF8_E4M3 : DType::kU8))
+    throw std::runtime_error("tensor \"" + q.name + "\" or \"" + s.name + "\": dtypes " +
+                             std::string(fp8q::checkpoint::dtype_name(q.dtype)) + ", " +
+                             std::string(fp8q::checkpoint::dtype_name(s.dtype)) + " are not packed FP4 codes and " +
+                             (nv ? "F8_E4M3" : "U8 E8M0") + " scales");
+  if (in % group != 0) throw std::runtime_error("module \"" + module + "\": in_features is not a multiple of the group");
+  expect_shape(q, {out, in / 2});
+  expect_shape(s, {out, in / group});
+  float global = 1.0f;
+  if (nv) {
+    const Tensor g = files.at(module + ".weight_global_scale");
+    expect_shape(g, {1});
+    global = float_values(g)[0];
+    if (!(global > 0.0f && std::isfinite(global)))
+      throw std::runtime_error("tensor \"" + g.name + "\": a global scale must be finite and > 0");
+  }
+  const auto& e4m3 = fp8_table(Fp8::kE4M3FN);
+  auto byte = [](const Tensor& t, std::uint64_t i) { return static_cast<std::uint8_t>(t.bytes[i]); };
+  std::vector<float> w(out * in);
+  for (std::uint64_t i = 0; i < out; ++i)
+    for (std::uint64_t j = 0; j < in; ++j) {
+      const std::uint8_t b = byte(q, (i * in + j) / 2), sc = byte(s, i * (in / group) + j / group);
+      const float scale = nv ? e4m3[sc] / global : e8m0_value(sc);
+      w[i * in + j] = e2m1_value(j % 2 == 0 ? b & 0xF : b >> 4) * scale;
+    }
+  return {std::move(w), nv ? "e2m1 (packed) * fp32(" + describe_grid(s, "E4M3FN") + " / F32 weight_global_scale)"
+                           : "e2m1 (packed) * 2^(" + describe_grid(s, "E8M0") + " - 127)"};
+}
+
 }  // namespace
 
 const char* layout_name(LayoutKind kind) {
@@ -139,6 +176,8 @@ const char* layout_name(LayoutKind kind) {
     case LayoutKind::kHfFp8: return "hf-fp8";
     case LayoutKind::kCtFp8: return "ct-fp8";
     case LayoutKind::kCtMxfp8: return "ct-mxfp8";
+    case LayoutKind::kCtMxfp4: return "ct-mxfp4";
+    case LayoutKind::kCtNvfp4: return "ct-nvfp4";
     case LayoutKind::kTrn2: return "trn2";
     case LayoutKind::kTrn3Mx: return "trn3-mx";
   }
@@ -147,7 +186,7 @@ const char* layout_name(LayoutKind kind) {
 
 std::optional<LayoutKind> parse_layout_name(const std::string& name) {
   for (auto k : {LayoutKind::kOriginal, LayoutKind::kHfFp8, LayoutKind::kCtFp8, LayoutKind::kCtMxfp8,
-                 LayoutKind::kTrn2, LayoutKind::kTrn3Mx})
+                 LayoutKind::kCtMxfp4, LayoutKind::kCtNvfp4, LayoutKind::kTrn2, LayoutKind::kTrn3Mx})
     if (name == layout_name(k)) return k;
   return std::nullopt;
 }
@@ -178,8 +217,15 @@ Layout detect_layout(const json& config) {
       if (l.mx_group == 0) throw std::runtime_error("config.json: group_size is 0");
       return l;
     }
+    if (format == "mxfp4-pack-quantized" || format == "nvfp4-pack-quantized") {
+      l.kind = format == "mxfp4-pack-quantized" ? LayoutKind::kCtMxfp4 : LayoutKind::kCtNvfp4;
+      const std::uint64_t want = l.kind == LayoutKind::kCtMxfp4 ? 32 : 16;
+      if (!w || !w->contains("group_size") || (*w)["group_size"] != want)
+        throw std::runtime_error("config.json: " + format + " needs weights.group_size " + std::to_string(want));
+      return l;
+    }
     throw std::runtime_error("config.json: quantization_config.format \"" + format +
-                             "\" is not float-quantized or mxfp8-quantized");
+                             "\" is not float-quantized, mxfp8-quantized, mxfp4-pack-quantized or nvfp4-pack-quantized");
   }
   if (method == "fp8q") {
     // fp8q's own layouts for Trainium (no public checkpoint format exists for them).
@@ -208,6 +254,8 @@ Layout detect_layout(const json& config) {
 
 Weight dequantize_weight(const ModelFiles& files, const Layout& l, const std::string& module, std::uint64_t out,
                          std::uint64_t in) {
+  if ((l.kind == LayoutKind::kCtMxfp4 || l.kind == LayoutKind::kCtNvfp4) && files.has(module + ".weight_packed"))
+    return packed_fp4(files, l, module, out, in);
   const Tensor t = files.at(module + ".weight");
   if (t.dtype == DType::kF32 || t.dtype == DType::kBF16 || t.dtype == DType::kF16) {
     expect_shape(t, {out, in});
@@ -223,6 +271,10 @@ Weight dequantize_weight(const ModelFiles& files, const Layout& l, const std::st
       return scale_grid(files, l, module, out, in);
     case LayoutKind::kCtMxfp8:
       return mx(files, l, module, out, in, std::nullopt);
+    case LayoutKind::kCtMxfp4:
+    case LayoutKind::kCtNvfp4:
+      throw std::runtime_error("tensor \"" + t.name + "\": " + layout_name(l.kind) + " stores weight_packed, not " +
+                               std::string(fp8q::checkpoint::dtype_name(t.dtype)) + " weight");
     case LayoutKind::kTrn3Mx:
       return mx(files, l, module, out, in, l.packing);
   }

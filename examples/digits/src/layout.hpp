@@ -13,6 +13,12 @@
 //   ct-mxfp8  (compressed-tensors, format "mxfp8-quantized")
 //             `weight` F8_E4M3 [out, in], `weight_scale` U8 E8M0 [out, ceil(in/32)]:
 //             w[i][j] = q[i][j] * 2^(s[i][j/32] - 127).
+//   ct-mxfp4  (compressed-tensors, format "mxfp4-pack-quantized")
+//             `weight_packed` U8 [out, in/2] (e2m1, element 2i in the low nibble), `weight_scale`
+//             U8 E8M0 [out, in/32]:  w[i][j] = q[i][j] * 2^(s[i][j/32] - 127).
+//   ct-nvfp4  (compressed-tensors, format "nvfp4-pack-quantized")
+//             `weight_packed` as ct-mxfp4, `weight_scale` F8_E4M3 [out, in/16], `weight_global_scale`
+//             F32 [1]:  w[i][j] = q[i][j] * fp32(s[i][j/16] / global_scale).
 //   trn2      (fp8q's layout; quant_method "fp8q", layout "trn2", fmt "e4m3", fp8_max 240)
 //             `weight` F8_E4M3-tagged codes of Trainium2's IEEE-style e4m3 (max 240,
 //             S.1111.000 Inf), decoded with that table rather than OCP e4m3fn's, times
@@ -36,7 +42,7 @@
 
 namespace digits {
 
-enum class LayoutKind { kOriginal, kHfFp8, kCtFp8, kCtMxfp8, kTrn2, kTrn3Mx };
+enum class LayoutKind { kOriginal, kHfFp8, kCtFp8, kCtMxfp8, kCtMxfp4, kCtNvfp4, kTrn2, kTrn3Mx };
 
 struct Layout {
   LayoutKind kind = LayoutKind::kOriginal;

@@ -15,7 +15,8 @@ bundled digits model. Python standard library only (no numpy, no scikit-learn).
       4. Bad checkpoints exit 2 with a message that names the tensor or field.
 
   check_digits.py quantize --eval PATH --fp8q PATH
-      `fp8q quantize examples/digits/model OUT --layout L` for every layout and strategy:
+      `fp8q quantize examples/digits/model OUT --layout L` for every layout and strategy
+      (the packed FP4 layouts ct-mxfp4 and ct-nvfp4 included):
       all three linear layers quantized, biases copied bit for bit, the weights
       fp8q-eval-digits reads equal to this script's own decoding of the files, and the
       accuracy at or above the floor. Exits 77 (CTest: skipped) with a message when
@@ -114,6 +115,13 @@ def bf16_round_up(x):
     if bits & 0xFFFF:
         hi += 1
     return hi
+
+
+def e2m1_value(code):
+    """FP4 e2m1: s.ee.m, bias 1, no Inf or NaN, max 6."""
+    e, m = (code >> 1) & 3, code & 1
+    v = m * 0.5 if e == 0 else (2 + m) * 2.0 ** (e - 2)
+    return -v if code & 8 else v
 
 
 def e4m3_value(code, ieee):
@@ -475,6 +483,22 @@ def dequantize_files(model_dir):
     deq_all = {}
     for m in MODULES:
         out, inp = {'mlp.fc1': (128, 64), 'mlp.fc2': (64, 128), 'mlp.fc3': (10, 64)}[m]
+        if m + '.weight_packed' in tensors:  # ct-mxfp4 / ct-nvfp4: e2m1 two a byte, the even element low
+            _, _, q = tensors[m + '.weight_packed']
+            sd, _, sraw = tensors[m + '.weight_scale']
+            codes = [(q[i // 2] >> (4 * (i % 2))) & 0xF for i in range(out * inp)]
+            if sd == 'F8_E4M3':  # NVFP4: fp32(s / S) per 16 (one division: double then fp32 is exact rounding)
+                g = struct.unpack('<f', tensors[m + '.weight_global_scale'][2])[0]
+                scale = [f32(TABLES[False][c] / g) for c in sraw]
+                group = 16
+            else:  # MXFP4: E8M0 per 32
+                scale = [math.ldexp(1.0, c - 127) for c in sraw]
+                group = 32
+            deq_all[m] = [[f32(e2m1_value(codes[i * inp + j]) * scale[i * (inp // group) + j // group])
+                           for j in range(inp)] for i in range(out)]
+            if tensors[m + '.bias'] != original()[m + '.bias']:
+                raise Failure(f'{model_dir}: {m}.bias is not the original bit for bit')
+            continue
         qd, qs, q = tensors[m + '.weight']
         if qd != 'F8_E4M3':
             # a 128x128 block layout keeps, unchanged, a weight whose dimensions are not both
@@ -528,6 +552,7 @@ def check_quantize(evaluator, fp8q):
     runs = [['--layout', 'hf-fp8']]
     runs += [['--layout', 'ct-fp8', '--strategy', s] for s in ('tensor', 'channel', 'block')]
     runs += [['--layout', 'ct-mxfp8']]
+    runs += [['--layout', layout] for layout in ('ct-mxfp4', 'ct-nvfp4') if layout in p.stdout]
     runs += [['--layout', 'trn2', '--strategy', s] for s in ('tensor', 'channel', 'block')]
     runs += [['--layout', 'trn3-mx']]
     if '--pack' in p.stdout:

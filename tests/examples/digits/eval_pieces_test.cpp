@@ -38,6 +38,11 @@ TEST(DigitsCodes, E8M0MatchesEveryCode) {
     expect_same(digits::e8m0_value(static_cast<std::uint8_t>(c)), fp8q::decode_f32(c, fp8q::kE8M0), c);
 }
 
+TEST(DigitsCodes, E2M1MatchesEveryCode) {
+  for (std::uint32_t c = 0; c < 16; ++c)
+    expect_same(digits::e2m1_value(static_cast<std::uint8_t>(c)), fp8q::decode_f32(c, fp8q::kE2M1), c);
+}
+
 TEST(DigitsCodes, Bf16AndF16MatchEveryCode) {
   for (std::uint32_t c = 0; c < 65536; ++c) {
     expect_same(digits::bf16_value(static_cast<std::uint16_t>(c)), fp8q::decode_f32(c, fp8q::kBF16), c);
