@@ -381,6 +381,20 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"trn3_mx_1x32", "trn3-mx", std::nullopt, trn3::KLayout::k1x32}),
     case_name);
 
+// The packed FP4 layouts quantize these weights of testing::small_model(): down_proj [160, 300]
+// has 300 inputs, not a multiple of 16 or 32; the router, the embedding and lm_head never are.
+const std::set<std::string> kFp4Quantized = {"model.layers.0.self_attn.q_proj.weight",
+                                             "model.layers.0.self_attn.o_proj.weight",
+                                             "model.layers.0.mlp.gate_proj.weight"};
+
+// dir/m.safetensors = the small model, quantized with `layout` into dir/out.
+QuantizeResult quantize_small_model(const ScratchDir& dir, const std::string& layout) {
+  testing::write_model_file(dir / "m.safetensors", testing::small_model());
+  QuantizeCheckpointOptions o;
+  o.layout = layout;
+  return quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
+}
+
 // ct-nvfp4: weight_packed / weight_scale / weight_global_scale of every weight whose input
 // dimension is a multiple of 16 (fp8q's NVFP4 quantization, byte for byte), dequantized from
 // the raw bytes as compressed-tensors does (q * fp32(s / S)) within half an e2m1 step, the
@@ -388,24 +402,14 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CtNvfp4Layout, MatchesItsDefinitionAndDequantizes) {
   ScratchDir dir;
   const auto model = testing::small_model();
-  std::filesystem::create_directory(dir / "in");
-  testing::write_model_file(dir / "in" / "model.safetensors", model);
-  testing::write_config(dir / "in");
-  QuantizeCheckpointOptions o;
-  o.layout = "ct-nvfp4";
-  const auto result = quantize_checkpoint(dir / "in", dir / "out", o);
+  const auto result = quantize_small_model(dir, "ct-nvfp4");
   const Model out = Model::open(dir / "out");
-  // down_proj [160, 300]: 300 is not a multiple of 16; the router, the embedding and lm_head
-  // are never quantized
-  const std::set<std::string> quantized = {"model.layers.0.self_attn.q_proj.weight",
-                                           "model.layers.0.self_attn.o_proj.weight",
-                                           "model.layers.0.mlp.gate_proj.weight"};
   const std::vector<std::string> kept_linear = {"lm_head", "model.embed_tokens", "model.layers.0.mlp.down_proj",
                                                 "model.layers.0.mlp.gate"};
   for (const HostTensor& t : model) {
     SCOPED_TRACE(t.name);
     const std::string module = t.name.substr(0, t.name.size() - 7);
-    if (quantized.count(t.name) == 0) {
+    if (kFp4Quantized.count(t.name) == 0) {
       ASSERT_NE(out.find(t.name), nullptr);
       EXPECT_EQ(out.find(module + ".weight_packed"), nullptr);
       continue;
@@ -448,9 +452,9 @@ TEST(CtNvfp4Layout, MatchesItsDefinitionAndDequantizes) {
   }
   for (const auto& r : result.tensors)
     if (r.quantized) EXPECT_GT(r.stats.sqnr_db(), 15.0) << r.name;
-  const auto v = verify_checkpoint(dir / "out", dir / "in", 2);
+  const auto v = verify_checkpoint(dir / "out", dir / "m.safetensors", 2);
   EXPECT_TRUE(v.problems.empty()) << (v.problems.empty() ? "" : v.problems.front());
-  EXPECT_EQ(v.summary.quantized, quantized.size());
+  EXPECT_EQ(v.summary.quantized, kFp4Quantized.size());
 
   const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
   EXPECT_EQ(qc["format"], "nvfp4-pack-quantized");
@@ -476,20 +480,12 @@ TEST(CtNvfp4Layout, MatchesItsDefinitionAndDequantizes) {
 TEST(CtMxfp4Layout, MatchesItsDefinition) {
   ScratchDir dir;
   const auto model = testing::small_model();
-  std::filesystem::create_directory(dir / "in");
-  testing::write_model_file(dir / "in" / "model.safetensors", model);
-  testing::write_config(dir / "in");
-  QuantizeCheckpointOptions o;
-  o.layout = "ct-mxfp4";
-  quantize_checkpoint(dir / "in", dir / "out", o);
+  quantize_small_model(dir, "ct-mxfp4");
   const Model out = Model::open(dir / "out");
-  const std::set<std::string> quantized = {"model.layers.0.self_attn.q_proj.weight",
-                                           "model.layers.0.self_attn.o_proj.weight",
-                                           "model.layers.0.mlp.gate_proj.weight"};
   for (const HostTensor& t : model) {
     SCOPED_TRACE(t.name);
     const std::string module = t.name.substr(0, t.name.size() - 7);
-    if (quantized.count(t.name) == 0) {
+    if (kFp4Quantized.count(t.name) == 0) {
       EXPECT_NE(out.find(t.name), nullptr);
       EXPECT_EQ(out.find(module + ".weight_packed"), nullptr);
       continue;
@@ -516,9 +512,9 @@ TEST(CtMxfp4Layout, MatchesItsDefinition) {
     ASSERT_EQ(scales.size(), want.scales.size());
     EXPECT_EQ(std::memcmp(scales.data(), want.scales.data(), scales.size()), 0);
   }
-  const auto v = verify_checkpoint(dir / "out", dir / "in", 2);
+  const auto v = verify_checkpoint(dir / "out", dir / "m.safetensors", 2);
   EXPECT_TRUE(v.problems.empty()) << (v.problems.empty() ? "" : v.problems.front());
-  EXPECT_EQ(v.summary.quantized, quantized.size());
+  EXPECT_EQ(v.summary.quantized, kFp4Quantized.size());
   const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
   EXPECT_EQ(qc["format"], "mxfp4-pack-quantized");
   EXPECT_EQ(qc["ignore"].get<std::vector<std::string>>(),
@@ -606,14 +602,6 @@ TEST(Pipeline, IgnoreRegexAndBareFileInput) {
   const Json qc = Json::parse(testing::read_raw(dir / "out" / "config.json"))["quantization_config"];
   EXPECT_EQ(qc["ignore"].size(), 5u);  // lm_head, embed_tokens, gate, o_proj, down_proj
   EXPECT_TRUE(verify_checkpoint(dir / "out", dir / "m.safetensors").problems.empty());
-}
-
-// dir/m.safetensors = the small model, quantized with `layout` into dir/out.
-void quantize_small_model(const ScratchDir& dir, const std::string& layout) {
-  testing::write_model_file(dir / "m.safetensors", testing::small_model());
-  QuantizeCheckpointOptions o;
-  o.layout = layout;
-  quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
 }
 
 TEST(Pipeline, VerifyFindsATamperedTensor) {

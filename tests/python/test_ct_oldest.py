@@ -42,24 +42,31 @@ save_file(result, out)
 """
 
 
-@pytest.mark.parametrize("strategy", ["tensor", "channel", "block"])
-@pytest.mark.parametrize("model", ["llama", "qwen2-odd-dims"])
-def test_oldest_compressed_tensors_reads_ct_fp8(tmp_path, cli, loader_models, model, strategy):
+def read_with_oldest(cli, src: Path, tmp_path: Path, options: list[str], reader: str):
+    """fp8q quantize src with `options`, then `reader` under compressed-tensors OLDEST: (fp8q's
+    tensors, the reader's dequantized weights, the names of the quantized weights)."""
     site = Path(os.environ.get("FP8Q_CT_OLDEST", ""))
     if not (site / "compressed_tensors").is_dir():
         pytest.fail(f"compressed-tensors {OLDEST} is not installed at {site!s}: run scripts/setup.sh")
-    src, out = loader_models[model], tmp_path / "q"
-    done = subprocess.run([str(cli), "quantize", str(src), str(out), "--layout", "ct-fp8", "--strategy", strategy],
-                          capture_output=True, text=True)
+    out = tmp_path / "q"
+    done = subprocess.run([str(cli), "quantize", str(src), str(out), *options], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     env = dict(os.environ, PYTHONPATH=str(site))
-    read = subprocess.run([sys.executable, "-c", READER, str(out), str(tmp_path / "read.safetensors"), OLDEST],
+    read = subprocess.run([sys.executable, "-c", reader, str(out), str(tmp_path / "read.safetensors"), OLDEST],
                           capture_output=True, text=True, env=env)
     assert read.returncode == 0, read.stderr[-3000:]
     theirs = load_file(str(tmp_path / "read.safetensors"))
     q = tensors(out)
     quantized = [name for name, t in q.items() if is_quantized(t, name)]
     assert sorted(theirs) == sorted(quantized) and quantized
+    return q, theirs, quantized
+
+
+@pytest.mark.parametrize("strategy", ["tensor", "channel", "block"])
+@pytest.mark.parametrize("model", ["llama", "qwen2-odd-dims"])
+def test_oldest_compressed_tensors_reads_ct_fp8(tmp_path, cli, loader_models, model, strategy):
+    q, theirs, quantized = read_with_oldest(cli, loader_models[model], tmp_path,
+                                            ["--layout", "ct-fp8", "--strategy", strategy], READER)
     for name in quantized:
         # 0.12.2 dequantizes in the scale's dtype (the weight's, bf16): fp8q's result rounded to it
         dtype = theirs[name].dtype
@@ -95,21 +102,8 @@ save_file(result, out)
 
 @pytest.mark.parametrize("model", ["llama", "qwen2-odd-dims"])
 def test_oldest_compressed_tensors_reads_ct_nvfp4(tmp_path, cli, loader_models, model):
-    site = Path(os.environ.get("FP8Q_CT_OLDEST", ""))
-    if not (site / "compressed_tensors").is_dir():
-        pytest.fail(f"compressed-tensors {OLDEST} is not installed at {site!s}: run scripts/setup.sh")
-    src, out = loader_models[model], tmp_path / "q"
-    done = subprocess.run([str(cli), "quantize", str(src), str(out), "--layout", "ct-nvfp4"], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr
-    env = dict(os.environ, PYTHONPATH=str(site))
-    read = subprocess.run([sys.executable, "-c", NVFP4_READER, str(out), str(tmp_path / "read.safetensors"), OLDEST],
-                          capture_output=True, text=True, env=env)
-    assert read.returncode == 0, read.stderr[-3000:]
-    theirs = load_file(str(tmp_path / "read.safetensors"))
-    q = tensors(out)
-    quantized = [name for name, t in q.items() if is_quantized(t, name)]
-    assert sorted(theirs) == sorted(quantized) and quantized
+    q, theirs, quantized = read_with_oldest(cli, loader_models[model], tmp_path, ["--layout", "ct-nvfp4"],
+                                            NVFP4_READER)
     for name in quantized:
         ours = fp8q_dequantized(q, name, "ct-nvfp4", theirs[name].dtype)
         assert torch.equal(theirs[name].view(torch.int16), ours.view(torch.int16)), name
