@@ -395,6 +395,22 @@ QuantizeResult quantize_small_model(const ScratchDir& dir, const std::string& la
   return quantize_checkpoint(dir / "m.safetensors", dir / "out", o);
 }
 
+// fp8q::quantize of a stored weight `t` into e2m1 with `g` (and `rule` for MX), and a check that
+// the packed codes and the scale bytes a layout stored are its bytes.
+QuantizedTensor expect_fp4_bytes(const Model& out, const ModelTensor& packed, const ModelTensor& scales,
+                                 const HostTensor& t, const Granularity& g, MxScaleRule rule = MxScaleRule::kFloor) {
+  QuantizeOptions qo;
+  qo.element = FormatId::kE2M1;
+  qo.granularity = g;
+  qo.mx_rule = rule;
+  const QuantizedTensor want = quantize(std::as_bytes(std::span(t.bytes)),
+                                        t.dtype == DType::kF32 ? kF32 : t.dtype == DType::kBF16 ? kBF16 : kF16, t.shape, qo);
+  const auto p = out.bytes(packed), s = out.bytes(scales);
+  EXPECT_TRUE(p.size() == want.codes.size() && std::memcmp(p.data(), want.codes.data(), p.size()) == 0);
+  EXPECT_TRUE(s.size() == want.scales.size() && std::memcmp(s.data(), want.scales.data(), s.size()) == 0);
+  return want;
+}
+
 // ct-nvfp4: weight_packed / weight_scale / weight_global_scale of every weight whose input
 // dimension is a multiple of 16 (fp8q's NVFP4 quantization, byte for byte), dequantized from
 // the raw bytes as compressed-tensors does (q * fp32(s / S)) within half an e2m1 step, the
@@ -426,17 +442,10 @@ TEST(CtNvfp4Layout, MatchesItsDefinitionAndDequantizes) {
     EXPECT_EQ(sc->info->shape, (std::vector<std::uint64_t>{rows, cols / 16}));
     EXPECT_EQ(g->info->dtype, DType::kF32);
     EXPECT_EQ(g->info->shape, (std::vector<std::uint64_t>{1}));
-    QuantizeOptions qo;
-    qo.element = FormatId::kE2M1;
-    qo.granularity = Granularity::nvfp4();
-    const QuantizedTensor want =
-        quantize(std::as_bytes(std::span(t.bytes)), t.dtype == DType::kF32 ? kF32 : t.dtype == DType::kBF16 ? kBF16 : kF16,
-                 t.shape, qo);
+    const QuantizedTensor want = expect_fp4_bytes(out, *q, *sc, t, Granularity::nvfp4());
     const auto packed = out.bytes(*q), scales = out.bytes(*sc);
-    ASSERT_EQ(packed.size(), want.codes.size());
-    EXPECT_EQ(std::memcmp(packed.data(), want.codes.data(), packed.size()), 0);
-    ASSERT_EQ(scales.size(), want.scales.size());
-    EXPECT_EQ(std::memcmp(scales.data(), want.scales.data(), scales.size()), 0);
+    ASSERT_EQ(packed.size(), rows * cols / 2);
+    ASSERT_EQ(scales.size(), rows * cols / 16);
     float global = 0;
     std::memcpy(&global, out.bytes(*g).data(), 4);
     EXPECT_EQ(bits_of(global), bits_of(want.global_scale));
@@ -499,18 +508,7 @@ TEST(CtMxfp4Layout, MatchesItsDefinition) {
     EXPECT_EQ(q->info->shape, (std::vector<std::uint64_t>{rows, cols / 2}));
     EXPECT_EQ(sc->info->dtype, DType::kU8);
     EXPECT_EQ(sc->info->shape, (std::vector<std::uint64_t>{rows, cols / 32}));
-    QuantizeOptions qo;
-    qo.element = FormatId::kE2M1;
-    qo.granularity = Granularity::mx();
-    qo.mx_rule = MxScaleRule::kEven;
-    const QuantizedTensor want =
-        quantize(std::as_bytes(std::span(t.bytes)), t.dtype == DType::kF32 ? kF32 : t.dtype == DType::kBF16 ? kBF16 : kF16,
-                 t.shape, qo);
-    const auto packed = out.bytes(*q), scales = out.bytes(*sc);
-    ASSERT_EQ(packed.size(), want.codes.size());
-    EXPECT_EQ(std::memcmp(packed.data(), want.codes.data(), packed.size()), 0);
-    ASSERT_EQ(scales.size(), want.scales.size());
-    EXPECT_EQ(std::memcmp(scales.data(), want.scales.data(), scales.size()), 0);
+    expect_fp4_bytes(out, *q, *sc, t, Granularity::mx(), MxScaleRule::kEven);
   }
   const auto v = verify_checkpoint(dir / "out", dir / "m.safetensors", 2);
   EXPECT_TRUE(v.problems.empty()) << (v.problems.empty() ? "" : v.problems.front());
