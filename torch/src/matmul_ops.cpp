@@ -86,6 +86,10 @@ at::Tensor matmul(const at::Tensor& a_in, const at::Tensor& b_in, std::string_vi
     }
     const Granularity ga = parse_granularity_arg(a_granularity, "a_granularity"),
                       gb = parse_granularity_arg(b_granularity, "b_granularity");
+    for (const auto& [g, arg] : {std::pair{ga, "a_granularity"}, std::pair{gb, "b_granularity"}})
+      TORCH_CHECK_VALUE(g.kind != GranularityKind::kNvfp4, arg, ": ", granularity_name(g),
+                        ": the GEMM does not take NVFP4 operands (two-level scales); dequantize them, or quantize "
+                        "with mx");
     const std::optional<CRole> role = parse_c_role(c_role);
     TORCH_CHECK_VALUE(role.has_value(), "c_role: unknown '", std::string(c_role), "' (one of: epilogue accumulator)");
     TORCH_CHECK_VALUE(*role == CRole::kEpilogue || c.has_value(),
