@@ -20,6 +20,7 @@ using detail::parallel_pinned;
 using detail::row_grain;
 
 constexpr std::size_t kNarrowBlock = 16, kTile = 64;  // block width below which tiles transpose
+constexpr std::size_t kPrescaleBlock = 64;             // block width below which rows are scaled first
 
 // An h x w tile of ib-byte elements (row stride `stride` elements) into dst, column-major.
 template <class E>
@@ -73,6 +74,21 @@ std::uint32_t mx_product(std::uint32_t x, std::uint8_t code) {
   const std::uint32_t p = bits_of(ldexp_rne(float_of(x), 127 - code));
   if ((p & 0x7FFFFFFFu) == 0 && (x & 0x7FFFFFFFu) != 0) return (x & 0x80000000u) | 1u;
   return p;
+}
+
+// A row of fp32, bf16 or fp16 elements as fp32 values (exact).
+void widen_row(const std::byte* src, const Format& from, std::size_t n, float* dst) {
+  if (from == kF32) {
+    std::memcpy(dst, src, n * 4);
+  } else if (from == kBF16) {
+    for (std::size_t c = 0; c < n; ++c) {
+      std::uint16_t h;
+      std::memcpy(&h, src + 2 * c, 2);
+      dst[c] = std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+    }
+  } else {
+    for (std::size_t c = 0; c < n; ++c) dst[c] = float_of(f32_bits(src + 2 * c, from));
+  }
 }
 
 }  // namespace
@@ -153,6 +169,40 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
                 for (std::size_t g = 0; g < gc; ++g)
                   run(o, params, r, g * grid.block_cols, std::min(cols, (g + 1) * grid.block_cols), row_scales[g]);
             b0 = b1;
+          }
+        },
+        row_grain(cols));
+    return;
+  }
+  // Blocks narrower than kPrescaleBlock hand the kernel a few elements per call, each paying
+  // the kernel's scalar tail: such a row is scaled first, fp32(x * s) or fp32(x / s) per
+  // element (the definition's rounded product or quotient, in the default FP environment that
+  // parallel_pinned sets), and converted in one call by the unscaled fp32 kernel: the same
+  // bits, the same stochastic-rounding keys (the element's index).
+  const detail::NarrowFn fn32 = fn != nullptr && grid.block_cols < kPrescaleBlock && detail::narrow_supported(kF32, to)
+                                    ? detail::narrow_kernel(isa, detail::source_of(kF32), options.rounding)
+                                    : nullptr;
+  if (fn32 != nullptr) {
+    parallel_pinned(
+        grid.rows, bulk.threads,
+        [&](std::size_t r0, std::size_t r1) {
+          ConvertOptions o = options, o32 = options;
+          detail::NarrowParams params = detail::make_narrow_params(from, to, o);
+          const detail::NarrowParams params32 = detail::make_narrow_params(kF32, to, o32);
+          std::vector<float> row(cols);
+          const bool divide = options.scale_op == ScaleOp::kDivide;
+          for (std::size_t r = r0; r < r1; ++r) {
+            const float* row_scales = scales.data() + (r / grid.block_rows) * gc;
+            const std::byte* src = in.data() + r * cols * ib;
+            widen_row(src, from, cols, row.data());
+            for (std::size_t g = 0; g < gc; ++g) {
+              const float sc = row_scales[g];
+              const std::size_t c1 = std::min(cols, (g + 1) * grid.block_cols);
+              for (std::size_t c = g * grid.block_cols; c < c1; ++c) row[c] = divide ? row[c] / sc : row[c] * sc;
+            }
+            if (fn32(row.data(), out.data() + r * cols, cols, r * cols, params32) && o.nan == NanPolicy::kError)
+              for (std::size_t g = 0; g < gc; ++g)  // the reference names the first unrepresentable NaN
+                run(o, params, r, g * grid.block_cols, std::min(cols, (g + 1) * grid.block_cols), row_scales[g]);
           }
         },
         row_grain(cols));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
@@ -98,6 +99,31 @@ QuantizedTensor layout_of(std::span<const std::byte> data, const Format& from, s
   return q;
 }
 
+// NVFP4's block codes and the multipliers that encode each block, equal to nvfp4_block_scale_code
+// and nvfp4_block_encode block by block: d = fp32(amax * fp32(S * fp32(1/6))) in host fp32
+// arithmetic under the default FP environment (IEEE nearest-even, as mul_f32_rne), Inf as
+// FLT_MAX, the codes by one bulk nearest-even saturating conversion, the encode multiplier
+// from a table of the 256 codes. A NaN code (a block with a NaN) gets 1: its elements follow
+// the NaN policy.
+void nvfp4_block_scales(std::span<const float> amaxes, float global, std::span<std::uint8_t> codes,
+                        std::span<float> applied, const BulkOptions& bulk) {
+  std::vector<float> d(amaxes.size());
+  {
+    ScopedDefaultFpEnv env;
+    const float multiplier = mul_f32_rne(global, divide_rne(1.0f, 6.0f));
+    for (std::size_t b = 0; b < d.size(); ++b) d[b] = std::min(amaxes[b] * multiplier, FLT_MAX);
+  }
+  ConvertOptions saturate;
+  saturate.overflow = Overflow::kSaturate;
+  convert(std::as_bytes(std::span<const float>(d)), kF32, std::as_writable_bytes(codes), kE4M3FN, saturate, bulk);
+  std::array<float, 256> encode{};
+  for (std::size_t c = 0; c < 256; ++c) {
+    const float e = nvfp4_block_encode(static_cast<std::uint8_t>(c), global);
+    encode[c] = is_finite_positive(e) ? e : 1.0f;
+  }
+  for (std::size_t b = 0; b < codes.size(); ++b) applied[b] = encode[codes[b]];
+}
+
 // Whether the block scales are codes in `scales` (MX, NVFP4) rather than fp32 scale_inv.
 bool coded_scales(const Granularity& g) { return g.kind == GranularityKind::kMx || is_nvfp4(g); }
 
@@ -132,17 +158,17 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
                              amaxes.begin(), amaxes.end(), std::uint32_t{0},
                              [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); })))
                                                  : 1.0f;
-    if (is_nvfp4(o.granularity)) out.global_scale[0] = global;
-    for (std::size_t b = 0; b < amaxes.size(); ++b) {
-      if (is_nvfp4(o.granularity)) {
-        out.scales[b] = nvfp4_block_scale_code(amaxes[b], global);
-        const float e = nvfp4_block_encode(out.scales[b], global);
-        applied[b] = is_finite_positive(e) ? e : 1.0f;  // NaN: a block with a NaN, which the NaN policy decides
-      } else if (o.apply == ScaleOp::kDivide) {
-        applied[b] = out.scale_inv[b] = scale_inv_from_amax(amaxes[b], elem, o.amax);
-      } else {
-        applied[b] = scale_from_amax(amaxes[b], elem, o.amax);
-        out.scale_inv[b] = divide_rne(1.0f, applied[b]);  // finite: scale_from_amax never goes below 2^-127
+    if (is_nvfp4(o.granularity)) {
+      out.global_scale[0] = global;
+      nvfp4_block_scales(amaxes, global, out.scales, applied, o.bulk);
+    } else {
+      for (std::size_t b = 0; b < amaxes.size(); ++b) {
+        if (o.apply == ScaleOp::kDivide) {
+          applied[b] = out.scale_inv[b] = scale_inv_from_amax(amaxes[b], elem, o.amax);
+        } else {
+          applied[b] = scale_from_amax(amaxes[b], elem, o.amax);
+          out.scale_inv[b] = divide_rne(1.0f, applied[b]);  // finite: scale_from_amax never goes below 2^-127
+        }
       }
     }
     ConvertOptions c = o.convert;

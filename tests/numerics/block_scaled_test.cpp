@@ -50,9 +50,12 @@ std::uint64_t load(const std::vector<std::byte>& v, std::size_t i, const Format&
 class BlockScaledOnIsa : public test::OnIsa {};
 
 TEST_P(BlockScaledOnIsa, EveryElementUsesItsBlocksScale) {
-  // the last three take the transposed tiles of narrow blocks (bands of 64 rows, tiles of 64 columns)
-  const BlockGrid grids[] = {{7, 300, 1, 128}, {130, 70, 128, 128}, {5, 33, 2, 3}, {3, 40, 3, 1}, {1, 1, 1, 1},
-                             {9, 256, 1, 256}, {150, 130, 150, 1}, {300, 70, 128, 1}, {130, 90, 7, 2}};
+  // {150, 130, 150, 1}, {300, 70, 128, 1} and {130, 90, 7, 2} take the transposed tiles of narrow
+  // blocks (bands of 64 rows, tiles of 64 columns) but under stochastic rounding, which the
+  // row-scaled path takes; blocks 16 to 63 wide (NVFP4's 16) are scaled a row at a time first
+  const BlockGrid grids[] = {{7, 300, 1, 128}, {130, 70, 128, 128}, {5, 33, 2, 3},  {3, 40, 3, 1},
+                             {1, 1, 1, 1},      {9, 256, 1, 256},    {150, 130, 150, 1}, {300, 70, 128, 1},
+                             {130, 90, 7, 2},   {6, 100, 1, 16},     {20, 70, 16, 16},   {4, 50, 3, 40}};
   for (const Format* from : {&kF32, &kBF16, &kF16})
     for (const BlockGrid& g : grids) {
       const auto in = random_matrix(*from, g.rows * g.cols, g.rows * 1000 + g.cols, false);
@@ -84,16 +87,17 @@ TEST_P(BlockScaledOnIsa, EveryElementUsesItsBlocksScale) {
 }
 
 TEST_P(BlockScaledOnIsa, SameBitsForAnyThreadCount) {
-  const BlockGrid g{600, 1000, 128, 128};
-  const auto in = random_matrix(kBF16, g.rows * g.cols, 7, false);
-  std::vector<float> scales(g.grid_size(), 3.0f);
-  ConvertOptions o;
-  o.rounding = Rounding::kStochastic;
-  std::vector<std::uint8_t> one(g.rows * g.cols), many(g.rows * g.cols);
-  convert_block_scaled(in, kBF16, one, kE4M3FN, g, scales, o, {1, GetParam()});
-  for (int t : {2, 3, 8}) {
-    convert_block_scaled(in, kBF16, many, kE4M3FN, g, scales, o, {t, GetParam()});
-    ASSERT_EQ(one, many) << t << " threads";
+  for (const BlockGrid& g : {BlockGrid{600, 1000, 128, 128}, BlockGrid{600, 1000, 1, 16}}) {
+    const auto in = random_matrix(kBF16, g.rows * g.cols, 7, false);
+    std::vector<float> scales(g.grid_size(), 3.0f);
+    ConvertOptions o;
+    o.rounding = Rounding::kStochastic;
+    std::vector<std::uint8_t> one(g.rows * g.cols), many(g.rows * g.cols);
+    convert_block_scaled(in, kBF16, one, kE4M3FN, g, scales, o, {1, GetParam()});
+    for (int t : {2, 3, 8}) {
+      convert_block_scaled(in, kBF16, many, kE4M3FN, g, scales, o, {t, GetParam()});
+      ASSERT_EQ(one, many) << t << " threads, blocks of " << g.block_cols;
+    }
   }
 }
 
