@@ -1,5 +1,5 @@
-// Quantization benchmarks (quant/, numerics/block_scaled.hpp): MX, per-tensor current scaling
-// and 128x128 blocks, each against the copy kernel of the same bytes in the same run. Outputs
+// Quantization benchmarks (quant/, numerics/block_scaled.hpp): MX, per-tensor current scaling,
+// 128x128 blocks and NVFP4, each against the copy kernel of the same bytes in the same run. Outputs
 // are allocated once, as the copy baseline's are, so both measure the same memory traffic.
 #include <cstdint>
 #include <span>
@@ -11,6 +11,7 @@
 #include "fp8q/numerics/cast_transpose.hpp"
 #include "fp8q/quant/amax.hpp"
 #include "fp8q/quant/granularity.hpp"
+#include "fp8q/quant/quantized_tensor.hpp"
 #include "fp8q/quant/scale_rules.hpp"
 #include "registry.hpp"
 
@@ -87,6 +88,25 @@ void run_block(benchmark::State& state, int threads) {
     benchmark::DoNotOptimize(codes.data());
   }
   finish(state, in.size(), codes.size(), n);
+}
+
+// NVFP4 (1 x 16 blocks, E4M3FN block scales, fp32 tensor scale): the tensor amax from the block
+// amaxes, the block codes, the block-scaled cast into packed e2m1.
+void run_nvfp4(benchmark::State& state, int threads) {
+  const auto in = input(kBF16);
+  const std::size_t n = in.size() / 2;
+  const std::vector<std::uint64_t> shape{n / kCols, kCols};
+  std::vector<std::uint8_t> codes(n / 2), scales(n / kNvfp4BlockSize);
+  float global = 0;
+  QuantizeOptions o;
+  o.element = FormatId::kE2M1;
+  o.granularity = Granularity::nvfp4();
+  o.bulk.threads = threads;
+  for (auto _ : state) {
+    quantize_into(in, kBF16, shape, o, {codes, scales, {}, std::span(&global, 1)});
+    benchmark::DoNotOptimize(codes.data());
+  }
+  finish(state, in.size(), codes.size() + scales.size(), n);
 }
 
 // The single quantization pass that cast+transpose is compared with: the scaled cast alone.
@@ -171,6 +191,8 @@ void register_quant() {
              [t](benchmark::State& s) { run_delayed(s, t); });
     add_case("quant/block128x128_bf16" + threads, {"copy/2B_to_1B" + threads},
              [t](benchmark::State& s) { run_block(s, t); });
+    add_case("quant/nvfp4_bf16" + threads, {"copy/2B_to_1B" + threads, "quant/mx_bf16_to_e4m3fn" + threads},
+             [t](benchmark::State& s) { run_nvfp4(s, t); });
     add_case("quant/cast_bf16_scaled" + threads, {"copy/2B_to_1B" + threads},
              [t](benchmark::State& s) { run_cast(s, t); });
     add_case("quant/cast_transpose_bf16" + threads, {"quant/cast_bf16_scaled" + threads},
