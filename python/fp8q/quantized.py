@@ -82,7 +82,7 @@ def quantize(
 
     ``granularity="nvfp4"`` (1 x 16) or ``"nvfp4_16x16"`` quantizes to e2m1 under NVFP4's two
     scales (Transformer Engine's reference quantizer): ``format`` must be e2m1, and the amax
-    options, ``scale_op`` and ``mx_rule`` keep their defaults.
+    options and ``scale_op`` keep their defaults.
 
     Example:
         >>> import torch, fp8q
@@ -96,12 +96,8 @@ def quantize(
         >>> n.dequantize()[0, ::8].tolist()
         [6.0, -3.0]
     """
-    _args.tensor(x, "x")
-    if _args.text(granularity, "granularity").startswith("nvfp4"):
-        return _quantize_nvfp4(x, format, granularity, scale_op, margin, amax_epsilon, power_of_two, mx_rule,
-                               rounding, overflow, nan, seed, offset)
-    codes, scales = torch.ops.fp8q.quantize(
-        x,
+    args = (
+        _args.tensor(x, "x"),
         get(format).name,
         _args.text(granularity, "granularity"),
         _args.text(scale_op, "scale_op"),
@@ -113,25 +109,11 @@ def quantize(
         _args.u64(seed, "seed"),
         _args.u64(offset, "offset"),
     )
+    if granularity.startswith("nvfp4"):  # two scales: the op returns the global one too
+        codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(*args)
+        return QuantizedTensor(codes, scales, get(format).name, granularity, global_scale)
+    codes, scales = torch.ops.fp8q.quantize(*args)
     return QuantizedTensor(codes, scales, get(format).name, granularity)
-
-
-def _quantize_nvfp4(x: torch.Tensor, format: FormatLike, granularity: str, scale_op: object, margin: object,
-                    amax_epsilon: object, power_of_two: object, mx_rule: object, rounding: object, overflow: object,
-                    nan: object, seed: int, offset: int) -> QuantizedTensor:
-    if get(format).name != "e2m1":
-        raise ValueError(f"format: granularity {granularity} scales e2m1 elements, not {get(format).name}")
-    given = {"scale_op": (_args.text(scale_op, "scale_op"), "multiply"), "margin": (_args.integer(margin, "margin"), 0),
-             "amax_epsilon": (_args.real(amax_epsilon, "amax_epsilon"), 0.0),
-             "power_of_two": (_args.flag(power_of_two, "power_of_two"), False),
-             "mx_rule": (_args.text(mx_rule, "mx_rule"), "floor")}
-    for name, (value, default) in given.items():
-        if value != default:
-            raise ValueError(f"{name}: granularity {granularity} has NVFP4's own scales; {name} applies to the others")
-    codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(
-        x, granularity, _args.text(rounding, "rounding"), _args.text(overflow, "overflow"), _args.text(nan, "nan"),
-        _args.u64(seed, "seed"), _args.u64(offset, "offset"))
-    return QuantizedTensor(codes, scales, "e2m1", granularity, global_scale)
 
 
 def dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -31,7 +31,7 @@ def op_samples() -> list[tuple[object, tuple, dict]]:
         (torch.ops.fp8q.quantize.default, (x.half(), "e4m3", "block2x32"), {}),
         (torch.ops.fp8q.dequantize.default, (mx_codes.view(torch.uint8), mx_scales.view(torch.uint8), "mx", "e4m3fn"),
          {}),
-        (torch.ops.fp8q.quantize_nvfp4.default, (x, "nvfp4_16x16"), dict(rounding="sr", seed=2)),
+        (torch.ops.fp8q.quantize_nvfp4.default, (x, "e2m1", "nvfp4_16x16"), dict(rounding="sr", seed=2)),
         (torch.ops.fp8q.quantize_scaled.default, (x, "e4m3", torch.tensor([2.0])), dict(rounding="sr", seed=1)),
         (torch.ops.fp8q.delayed_update.default, (torch.rand(4, generator=g), torch.ones(1), torch.tensor(3.0), "e5m2"),
          dict(algorithm="most_recent", margin=1)),

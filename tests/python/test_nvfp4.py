@@ -153,9 +153,9 @@ def test_from_codes_round_trips() -> None:
 @pytest.mark.parametrize(
     "call,error,text",
     [
-        (lambda x: fp8q.quantize(x, "e4m3fn", granularity="nvfp4"), ValueError, "format: granularity nvfp4 scales e2m1"),
-        (lambda x: fp8q.quantize(x, "e2m1", granularity="nvfp4", margin=1), ValueError, "margin: granularity nvfp4"),
-        (lambda x: fp8q.quantize(x, "e2m1", granularity="nvfp4", scale_op="divide"), ValueError, "scale_op"),
+        (lambda x: fp8q.quantize(x, "e4m3fn", granularity="nvfp4"), ValueError, "format: granularity nvfp4 scales e2m1 elements, not e4m3fn"),
+        (lambda x: fp8q.quantize(x, "e2m1", granularity="nvfp4", margin=1), ValueError, "takes no margin, amax_epsilon or power_of_two"),
+        (lambda x: fp8q.quantize(x, "e2m1", granularity="nvfp4", scale_op="divide"), ValueError, "scale_op divide applies to tensor, row, col and block"),
         (lambda x: fp8q.quantize(x, "e2m1", granularity="nvfp4_16x1"), ValueError, r"takes nvfp4 \(1 x 16\) or nvfp4_16x16"),
         (lambda x: fp8q.quantize(x[:, :15], "e2m1", granularity="nvfp4"), ValueError, "last dimension .* must be even"),
         (lambda x: torch.ops.fp8q.quantize(x, "e2m1", "nvfp4"), ValueError, "quantize_nvfp4 returns it"),

@@ -17,6 +17,26 @@ std::pair<std::size_t, std::size_t> scale_grid(const Granularity& g, const Block
   if (g.kind == GranularityKind::kTensor) return {1, 1};
   return {grid.grid_rows(), grid.grid_cols()};
 }
+
+// The arguments quantize and quantize_nvfp4 share, as QuantizeOptions (quant/quantized_tensor.hpp
+// checks their combination).
+QuantizeOptions quantize_options(std::string_view format, std::string_view granularity, std::string_view scale_op,
+                                 std::int64_t margin, double amax_epsilon, bool power_of_two, std::string_view mx_rule,
+                                 std::string_view rounding, std::string_view overflow, std::string_view nan,
+                                 std::int64_t seed, std::int64_t offset) {
+  QuantizeOptions o;
+  o.element = parse_format_arg(format, "format");
+  o.granularity = parse_granularity_arg(granularity);
+  o.apply = parse_scale_op_arg(scale_op);
+  o.amax = amax_scale_options(margin, amax_epsilon, power_of_two);
+  const auto rule = parse_mx_scale_rule(mx_rule);
+  TORCH_CHECK_VALUE(rule.has_value(), "mx_rule: unknown '", std::string(mx_rule),
+                    "' (one of: floor ceil even rceil trainium3)");
+  o.mx_rule = *rule;
+  o.convert = convert_options(rounding, overflow, nan, seed, offset);
+  o.bulk.threads = threads();
+  return o;
+}
 }  // namespace
 
 std::string granularity(std::string_view name, bool transpose) {
@@ -33,17 +53,8 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x_in, std::string_
   return guarded("quantize", [&] {
     const at::Tensor x = dense(x_in, "x");
     const Format& from = source_format(x, "x");
-    QuantizeOptions o;
-    o.element = parse_format_arg(format, "format");
-    o.granularity = parse_granularity_arg(granularity);
-    o.apply = parse_scale_op_arg(scale_op);
-    o.amax = amax_scale_options(margin, amax_epsilon, power_of_two);
-    const auto rule = parse_mx_scale_rule(mx_rule);
-    TORCH_CHECK_VALUE(rule.has_value(), "mx_rule: unknown '", std::string(mx_rule),
-                      "' (one of: floor ceil even rceil trainium3)");
-    o.mx_rule = *rule;
-    o.convert = convert_options(rounding, overflow, nan, seed, offset);
-    o.bulk.threads = threads();
+    const QuantizeOptions o = quantize_options(format, granularity, scale_op, margin, amax_epsilon, power_of_two,
+                                               mx_rule, rounding, overflow, nan, seed, offset);
     TORCH_CHECK_VALUE(o.granularity.kind != GranularityKind::kNvfp4, "granularity: ", std::string(granularity),
                       " has a global scale as well; quantize_nvfp4 returns it");
     const bool mx = o.granularity.kind == GranularityKind::kMx;
@@ -65,20 +76,19 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x_in, std::string_
   });
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(const at::Tensor& x_in, std::string_view granularity,
-                                                                std::string_view rounding, std::string_view overflow,
-                                                                std::string_view nan, std::int64_t seed,
-                                                                std::int64_t offset) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(
+    const at::Tensor& x_in, std::string_view format, std::string_view granularity, std::string_view scale_op,
+    std::int64_t margin, double amax_epsilon, bool power_of_two, std::string_view mx_rule, std::string_view rounding,
+    std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset) {
   return guarded("quantize_nvfp4", [&] {
     const at::Tensor x = dense(x_in, "x");
     const Format& from = source_format(x, "x");
-    QuantizeOptions o;
-    o.element = FormatId::kE2M1;
-    o.granularity = parse_granularity_arg(granularity);
+    const QuantizeOptions o = quantize_options(format, granularity, scale_op, margin, amax_epsilon, power_of_two,
+                                               mx_rule, rounding, overflow, nan, seed, offset);
     TORCH_CHECK_VALUE(o.granularity == Granularity::nvfp4() || o.granularity == Granularity::nvfp4_2d(),
                       "granularity: quantize_nvfp4 takes nvfp4 (1 x 16) or nvfp4_16x16, not ", std::string(granularity));
-    o.convert = convert_options(rounding, overflow, nan, seed, offset);
-    o.bulk.threads = threads();
+    TORCH_CHECK_VALUE(o.element == FormatId::kE2M1, "format: granularity ", std::string(granularity),
+                      " scales e2m1 elements, not ", std::string(format_of(o.element).name));
     const auto shape = unsigned_shape(x.sizes());
     const BlockGrid grid = block_grid(o.granularity, matrix_shape(shape));
     at::Tensor codes = new_output(code_shape(x.sizes(), o.element, "x"), x.options().dtype(dtype_of(o.element)));

@@ -82,14 +82,16 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
                                             std::string_view overflow = "saturate", std::string_view nan = "error",
                                             std::int64_t seed = 0, std::int64_t offset = 0);
 
-// NVFP4 (granularity nvfp4, 1 x 16, or nvfp4_16x16): e2m1 codes (float4_e2m1fn_x2), float8_e4m3fn
-// block scales [grid_rows, grid_cols] and the float32 global scale S [1] (docs/numerics.md section 5, "NVFP4").
-std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(const at::Tensor& x,
-                                                                std::string_view granularity = "nvfp4",
-                                                                std::string_view rounding = "rne",
-                                                                std::string_view overflow = "saturate",
-                                                                std::string_view nan = "error", std::int64_t seed = 0,
-                                                                std::int64_t offset = 0);
+// NVFP4 (granularity nvfp4, 1 x 16, or nvfp4_16x16; format e2m1): e2m1 codes (float4_e2m1fn_x2),
+// float8_e4m3fn block scales [grid_rows, grid_cols] and the float32 global scale S [1]
+// (docs/numerics.md section 5, "NVFP4"). quantize's arguments; scale_op and the amax options keep
+// their defaults.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(
+    const at::Tensor& x, std::string_view format = "e2m1", std::string_view granularity = "nvfp4",
+    std::string_view scale_op = "multiply", std::int64_t margin = 0, double amax_epsilon = 0.0,
+    bool power_of_two = false, std::string_view mx_rule = "floor", std::string_view rounding = "rne",
+    std::string_view overflow = "saturate", std::string_view nan = "error", std::int64_t seed = 0,
+    std::int64_t offset = 0);
 
 // The inverse: fp32(decode(q) * scale) per element, then rounded to dtype (float32, bfloat16,
 // float16) nearest-even. codes and scales as quantize returns them; format empty: codes' own;
