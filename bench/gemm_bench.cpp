@@ -140,8 +140,8 @@ void mx_case(benchmark::State& state, std::size_t n, int threads, const Accumula
   }
   std::vector<float> d(n * n);
   const GemmArgs g{.m = n, .n = n, .k = n,
-                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .granularity = Granularity::mx(), .mx_scale = o.mx_a},
-                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .granularity = Granularity::mx_column(), .mx_scale = o.mx_b}};
+                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .granularity = Granularity::mx(), .scale_codes = o.mx_a},
+                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .granularity = Granularity::mx_column(), .scale_codes = o.mx_b}};
   for (auto _ : state) {
     gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
     benchmark::DoNotOptimize(d.data());

@@ -73,6 +73,18 @@ bool split_is_exact(FormatId fa, FormatId fb, std::size_t block) {
   return (a.top + b.top - a.low - b.low) + 2 * ceil_log2(block) + w <= 105;
 }
 
+// NVFP4: an element times its E4M3FN scale (4 significant bits) has its highest bit at most 1 and
+// its lowest at most 3 places beyond the element's own: 4 more bits of span per operand. The
+// path takes NVFP4 only where every block is then direct (no split: its threshold assumes
+// power-of-two scales).
+constexpr int kNvfp4ScaleSpan = 8;
+bool nvfp4_always_direct(FormatId fa, FormatId fb, std::size_t block) {
+  const Codes ca(fa), cb(fb);
+  Span a, b;
+  for (std::size_t c = 0; c < 256; ++c) ca.add(a, static_cast<std::uint8_t>(c)), cb.add(b, static_cast<std::uint8_t>(c));
+  return a.empty() || b.empty() || (a.top + b.top + 2 + ceil_log2(block)) - (a.low + b.low) + kNvfp4ScaleSpan <= 53;
+}
+
 // The products summed apart before folding in: a 128-K segment under block scaling, else all
 // of K (blocks restart at each segment).
 std::size_t segment_length(const GemmArgs& g) { return block_scaled(g) ? kScaleBlock : std::max<std::size_t>(g.k, 1); }
@@ -93,10 +105,16 @@ void exact_block_rows_with(XbKernel kernel, const GemmArgs& g, const GemmOptions
   const Codes ca(g.a.format), cb(g.b.format);
   std::array<double, 256> e8m0{};  // MX scale factors
   for (std::size_t c = 0; c < 256; ++c) e8m0[c] = e8m0_value(static_cast<std::uint8_t>(c));
-  const bool mx_a = is_mx(g.a), mx_b = is_mx(g.b);
+  const bool nv = nvfp4_scaled(g), mx_a = is_mx(g.a) || nv, mx_b = is_mx(g.b) || nv;  // a factor per block
   const std::size_t kg = (g.k + kMxGroup - 1) / kMxGroup;
-  auto scale_a = [&](std::size_t m, std::size_t k) { return mx_a ? e8m0[g.a.mx_scale[m * kg + k / kMxGroup]] : 1.0; };
-  auto scale_b = [&](std::size_t k, std::size_t n) { return mx_b ? e8m0[g.b.mx_scale[(k / kMxGroup) * g.n + n]] : 1.0; };
+  auto scale_a = [&](std::size_t m, std::size_t k) -> double {
+    if (nv) return nvfp4_block_scale(g.a, g.k, m, k);
+    return mx_a ? e8m0[g.a.scale_codes[m * kg + k / kMxGroup]] : 1.0;
+  };
+  auto scale_b = [&](std::size_t k, std::size_t n) -> double {
+    if (nv) return nvfp4_block_scale(g.b, g.n, k, n);
+    return mx_b ? e8m0[g.b.scale_codes[(k / kMxGroup) * g.n + n]] : 1.0;
+  };
 
   const std::size_t N = g.n, K = g.k, rows = m1 - m0;
   const std::size_t seg = segment_length(g);
@@ -116,7 +134,8 @@ void exact_block_rows_with(XbKernel kernel, const GemmArgs& g, const GemmOptions
   Span all_a, all_b;
   for (std::size_t c = 0; c < 256; ++c) ca.add(all_a, static_cast<std::uint8_t>(c)), cb.add(all_b, static_cast<std::uint8_t>(c));
   const bool always_direct = all_a.empty() || all_b.empty() ||
-                             (all_a.top + all_b.top + 2 + ceil_log2(B)) - (all_a.low + all_b.low) <= 53;
+                             (all_a.top + all_b.top + 2 + ceil_log2(B)) - (all_a.low + all_b.low) +
+                                     (nv ? kNvfp4ScaleSpan : 0) <= 53;
   AlignedBuffer<double> ap(kMc * kc_max), bp(nc_max * kc_max), thr(blocks_max * kMr * kNr);
   std::vector<Span> span_a((kMc / kMr) * blocks_max), span_b((nc_max / kNr) * blocks_max);
   std::vector<std::uint32_t> len(blocks_max);
@@ -167,7 +186,7 @@ void exact_block_rows_with(XbKernel kernel, const GemmArgs& g, const GemmOptions
                   continue;
                 }
                 const std::uint8_t* row = &g.a.codes[(mp0 + i) * K + kc0 + b * B];
-                const double f = scale_a(mp0 + i, kc0 + b * B);  // one MX group per block (B | 32)
+                const double f = scale_a(mp0 + i, kc0 + b * B);  // one scale per block (B | 32, NVFP4: B | 16)
                 for (std::size_t k = 0; k < len[b]; ++k) {
                   dst[k * kMr] = mx_a ? ca.value[row[k]] * f : ca.value[row[k]];
                   ca.add(sp, row[k]);
@@ -222,6 +241,8 @@ ModelPath exact_block_path(const GemmArgs& g, const GemmOptions& o) {
   if (o.model.kind != AccumKind::kExactBlock) return {};
   const auto block = static_cast<std::size_t>(o.model.block);
   if (mx_scaled(g) && (o.mx_dequantize_to_bf16 || kMxGroup % block != 0)) return {};
+  if (nvfp4_scaled(g) && (kNvfp4BlockSize % block != 0 || !nvfp4_always_direct(g.a.format, g.b.format, block)))
+    return {};
   if (!split_is_exact(g.a.format, g.b.format, block)) return {};
   // a chunk holds whole blocks: past kMaxFastBlock products its buffers would grow with B
   if (std::min(block, segment_length(g)) > kMaxFastBlock) return {};

@@ -108,7 +108,7 @@ struct Bf16PairPanels {
 // Under block scaling each 128-K block is summed alone; a systolic tile of >= 128 holds a whole
 // block, whose sum is then fp32_sequential's (the tile's +0 start never gives -0).
 bool vectorised(const GemmArgs& g, const GemmOptions& o) {
-  if (detail::mx_scaled(g)) return false;
+  if (detail::mx_scaled(g) || detail::nvfp4_scaled(g)) return false;
   if (o.model.kind == AccumKind::kFp32Sequential) return true;
   return o.model.kind == AccumKind::kSystolic &&
          (!detail::block_scaled(g) || static_cast<std::size_t>(o.model.block) >= detail::kScaleBlock);

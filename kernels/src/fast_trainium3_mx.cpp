@@ -76,8 +76,8 @@ int scale_spread(const GemmOptions& o, std::span<const std::uint8_t> scales, std
 // their ranges do not fit, by the codes present (e5m2 x e5m2).
 bool partition_sums_exact(const GemmArgs& g, const GemmOptions& o) {
   const std::size_t kg = (g.k + kGroup - 1) / kGroup;
-  const int spread = (is_mx(g.a) ? scale_spread(o, g.a.mx_scale, g.m, kg, kg, 1) : 0) +
-                     (is_mx(g.b) ? scale_spread(o, g.b.mx_scale, g.n, kg, 1, g.n) : 0);
+  const int spread = (is_mx(g.a) ? scale_spread(o, g.a.scale_codes, g.m, kg, kg, 1) : 0) +
+                     (is_mx(g.b) ? scale_spread(o, g.b.scale_codes, g.n, kg, 1, g.n) : 0);
   CodeBounds ba = code_bounds(g.a.format), bb = code_bounds(g.b.format);
   auto fits = [&] { return !ba.any() || !bb.any() || ba.top + bb.top + 2 + 2 - (ba.low + bb.low) + spread <= 53; };
   if (fits()) return true;
@@ -99,7 +99,7 @@ void decode_a(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std::size
       double x = -0.0;
       if (r < rows && k < K) {
         x = value[g.a.codes[m * K + k]];
-        if (mx) x *= pow2[g.a.mx_scale[m * kg + k / kGroup]];
+        if (mx) x *= pow2[g.a.scale_codes[m * kg + k / kGroup]];
       }
       a[r * kTrn3Slots + i] = x;
       range.add(x);
@@ -116,7 +116,7 @@ void decode_b(const GemmArgs& g, const GemmOptions& o, std::size_t k0, std::size
     const std::size_t k = k0 + slot_k(o.model.layout, i);
     if (k >= K) continue;
     const std::uint8_t* codes = g.b.codes.data() + k * N;
-    const std::uint8_t* scales = mx ? g.b.mx_scale.data() + (k / kGroup) * N : nullptr;
+    const std::uint8_t* scales = mx ? g.b.scale_codes.data() + (k / kGroup) * N : nullptr;
     for (std::size_t n = 0; n < N; ++n) {
       double x = value[codes[n]];
       if (mx) x *= pow2[scales[n]];

@@ -42,8 +42,9 @@ inline void start_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, floa
   std::copy_n(g.c.data() + m0 * g.n, rows * g.n, out);
 }
 
-// Plain scales, C (epilogue role), bias and the canonical NaN, for rows [m0, m0 + rows):
-// d = fp32(fp32(fp32(d * fp32(s_a[m] * s_b[n])) + c) + bias), one step over a row at a time.
+// Plain scales (or NVFP4's alpha), C (epilogue role), bias and the canonical NaN, for rows
+// [m0, m0 + rows): d = fp32(fp32(fp32(d * fp32(s_a[m] * s_b[n])) + c) + bias), one step over a
+// row at a time.
 inline void epilogue_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, float* out) {
   // without plain scales the factor is 1 * 1 and d * 1 = d: skipped
   const bool scaled = plain_scaled(g.a) || plain_scaled(g.b);
@@ -51,9 +52,12 @@ inline void epilogue_rows(const GemmArgs& g, std::size_t m0, std::size_t rows, f
   std::vector<float> sb(scaled ? N : 0);
   for (std::size_t n = 0; n < sb.size(); ++n) sb[n] = plain_scale_b(g, n);
   const float nan = canonical(std::numeric_limits<float>::quiet_NaN());
+  const float alpha = nvfp4_scaled(g) ? nvfp4_alpha(g) : 1.0f;
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t m = m0 + r;
     float* d = out + r * N;
+    if (nvfp4_scaled(g))
+      for (std::size_t n = 0; n < N; ++n) d[n] = d[n] * alpha;
     if (scaled) {
       const float sa = plain_scale_a(g, m);
       for (std::size_t n = 0; n < N; ++n) d[n] = d[n] * (sa * sb[n]);

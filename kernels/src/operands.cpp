@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
 #include "seq_micro.hpp"
 
@@ -37,7 +39,7 @@ bool takes(const Granularity& g, bool is_a) {
     case GranularityKind::kColumn: return !is_a;
     case GranularityKind::kBlock: return g == (is_a ? Granularity::block(1, kScaleBlock) : Granularity::block(kScaleBlock, kScaleBlock));
     case GranularityKind::kMx: return g == (is_a ? Granularity::mx() : Granularity::mx_column());
-    case GranularityKind::kNvfp4: return false;
+    case GranularityKind::kNvfp4: return g == Granularity::nvfp4_2d() || g == (is_a ? Granularity::nvfp4() : Granularity::nvfp4_column());
   }
   return false;
 }
@@ -62,12 +64,13 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
              "-bit codes, high bits must be 0)");
   if (!takes(op.granularity, is_a))
     fail(n + ".granularity: " + granularity_name(op.granularity) + " is not one the GEMM takes for " +
-         (is_a ? "A [M, K] (tensor row block1x128 mx)" : "B [K, N] (tensor col block128x128 mx32x1)"));
+         (is_a ? "A [M, K] (tensor row block1x128 mx nvfp4 nvfp4_16x16)"
+                : "B [K, N] (tensor col block128x128 mx32x1 nvfp4_16x1 nvfp4_16x16)"));
   const BlockGrid grid = block_grid(op.granularity, {rows, cols});
   const std::size_t blocks = product(grid.grid_rows(), grid.grid_cols(), name);
-  const bool mx = is_mx(op), tensor = op.granularity.kind == GranularityKind::kTensor;
+  const bool mx = is_mx(op), nv = is_nvfp4(op), tensor = op.granularity.kind == GranularityKind::kTensor;
   // one per channel even where K = 0 leaves the grid empty
-  const std::size_t want = mx ? 0 : tensor ? 1 : op.granularity.kind == GranularityKind::kRow ? rows
+  const std::size_t want = mx || nv ? 0 : tensor ? 1 : op.granularity.kind == GranularityKind::kRow ? rows
                          : op.granularity.kind == GranularityKind::kColumn ? cols : blocks;
   if (op.scale_inv.size() != want && !(tensor && op.scale_inv.empty()))
     fail(n + ".scale_inv: " + std::to_string(op.scale_inv.size()) + " values, expected " + std::to_string(want) +
@@ -77,9 +80,11 @@ void check_operand(const GemmOperand& op, const char* name, std::size_t rows, st
       fail(n + ".scale_inv[" + std::to_string(i) + "]: " + float_text(op.scale_inv[i]) +
            " is not a finite positive multiplier");
   }
-  if (op.mx_scale.size() != (mx ? blocks : 0))
-    fail(n + ".mx_scale: " + std::to_string(op.mx_scale.size()) + " E8M0 codes, expected " +
-         (mx ? dims(grid.grid_rows(), grid.grid_cols()) : "none for " + described(op)));
+  if (op.scale_codes.size() != (mx || nv ? blocks : 0))
+    fail(n + ".scale_codes: " + std::to_string(op.scale_codes.size()) + (nv ? " E4M3FN" : " E8M0") +
+         " codes, expected " + (mx || nv ? dims(grid.grid_rows(), grid.grid_cols()) : "none for " + described(op)));
+  if (nv && !is_finite_positive(op.global_scale))
+    fail(n + ".global_scale: " + float_text(op.global_scale) + " is not a finite positive NVFP4 tensor scale");
 }
 
 }  // namespace
@@ -96,6 +101,16 @@ void check_gemm(const GemmArgs& g, const GemmOptions& o, std::span<const std::by
   const auto bare = [](const GemmOperand& o) { return o.granularity.kind == GranularityKind::kTensor && o.scale_inv.empty(); };
   if ((is_mx(g.a) && !is_mx(g.b) && !bare(g.b)) || (is_mx(g.b) && !is_mx(g.a) && !bare(g.a)))
     fail("a has " + described(g.a) + ", b has " + described(g.b) + ": an MX operand pairs with MX scales or none");
+  if (is_nvfp4(g.a) != is_nvfp4(g.b))
+    fail("a has " + described(g.a) + ", b has " + described(g.b) + ": an NVFP4 operand pairs with NVFP4 only");
+  if (is_nvfp4(g.a)) {
+    if (g.k % kNvfp4BlockSize != 0)
+      fail("K = " + std::to_string(g.k) + " is not a multiple of 16 (NVFP4 blocks of 16 along K)");
+    const AccumKind kind = o.model.kind;
+    if (kind != AccumKind::kFp32Sequential && kind != AccumKind::kExactBlock && kind != AccumKind::kSystolic)
+      fail("model " + model_name(o.model) + ": NVFP4 operands take fp32_sequential, exact_block or systolic");
+    if (o.mx_dequantize_to_bf16) fail("NVFP4 operands are not MX: mx_dequantize_to_bf16 does not apply");
+  }
   const std::size_t mn = product(g.m, g.n, "output");
   if (!g.c.empty() && g.c.size() != mn) fail("c: " + std::to_string(g.c.size()) + " values, expected " + dims(g.m, g.n));
   if (g.c_role != CRole::kEpilogue && g.c_role != CRole::kAccumulator)
@@ -106,7 +121,7 @@ void check_gemm(const GemmArgs& g, const GemmOptions& o, std::span<const std::by
   const std::pair<const char*, std::span<const std::byte>> inputs[] = {
       {"a.codes", std::as_bytes(g.a.codes)},         {"b.codes", std::as_bytes(g.b.codes)},
       {"a.scale_inv", std::as_bytes(g.a.scale_inv)}, {"b.scale_inv", std::as_bytes(g.b.scale_inv)},
-      {"a.mx_scale", std::as_bytes(g.a.mx_scale)},   {"b.mx_scale", std::as_bytes(g.b.mx_scale)},
+      {"a.scale_codes", std::as_bytes(g.a.scale_codes)},   {"b.scale_codes", std::as_bytes(g.b.scale_codes)},
       {"c", std::as_bytes(g.c)},                     {"bias", std::as_bytes(g.bias)}};
   for (const auto& [name, bytes] : inputs)
     if (overlaps(out, bytes))
@@ -127,6 +142,17 @@ float plain_scale_a(const GemmArgs& g, std::size_t m) {
 float plain_scale_b(const GemmArgs& g, std::size_t n) {
   if (!plain_scaled(g.b)) return 1.0f;
   return g.b.granularity.kind == GranularityKind::kTensor ? g.b.scale_inv[0] : g.b.scale_inv[n];
+}
+
+float nvfp4_block_scale(const GemmOperand& op, std::size_t cols, std::size_t r, std::size_t c) {
+  const std::size_t grid_cols = (cols + op.granularity.block_cols - 1) / op.granularity.block_cols;
+  return decode_f32(op.scale_codes[(r / op.granularity.block_rows) * grid_cols + c / op.granularity.block_cols], kE4M3FN);
+}
+
+float nvfp4_alpha(const GemmArgs& g) {
+  const float s = multiply_rne(g.a.global_scale, g.b.global_scale);  // bits, not ==: DAZ
+  if (bits_of(s) == 0) return std::numeric_limits<float>::infinity();
+  return bits_of(s) == 0x7F800000u ? 0.0f : divide_rne(1.0f, s);
 }
 
 float canonical(float x) { return x != x ? float_of(0x7FC00000u) : x; }

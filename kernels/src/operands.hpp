@@ -19,8 +19,12 @@ inline constexpr std::size_t kScaleBlock = 128;  // DeepSeek-V3 block scaling: 1
 void check_gemm(const GemmArgs& args, const GemmOptions& options, std::span<const std::byte> out, std::size_t out_size);
 
 inline bool is_mx(const GemmOperand& o) { return o.granularity.kind == GranularityKind::kMx; }
+inline bool is_nvfp4(const GemmOperand& o) { return o.granularity.kind == GranularityKind::kNvfp4; }
 // A multiplier per tensor or per output channel, applied after the model's sum.
-inline bool plain_scaled(const GemmOperand& o) { return !is_mx(o) && o.granularity.kind != GranularityKind::kBlock && !o.scale_inv.empty(); }
+inline bool plain_scaled(const GemmOperand& o) {
+  return !is_mx(o) && !is_nvfp4(o) && o.granularity.kind != GranularityKind::kBlock && !o.scale_inv.empty();
+}
+inline bool nvfp4_scaled(const GemmArgs& g) { return is_nvfp4(g.a); }  // check_gemm: both or neither
 inline bool block_scaled(const GemmArgs& g) { return g.a.granularity.kind == GranularityKind::kBlock; }
 inline bool mx_scaled(const GemmArgs& g) { return is_mx(g.a) || is_mx(g.b); }
 inline std::size_t k_blocks(const GemmArgs& g) { return (g.k + kScaleBlock - 1) / kScaleBlock; }
@@ -45,6 +49,11 @@ inline float block_scale_b(const GemmArgs& g, std::size_t j, std::size_t n) {
   const std::size_t nb = (g.n + kScaleBlock - 1) / kScaleBlock;
   return g.b.scale_inv[j * nb + n / kScaleBlock];
 }
+
+// NVFP4: the decoded E4M3FN block scale of element (r, c) of an operand with `cols` columns
+// (A: m, k; B: k, n), exact in fp32; and the output multiplier alpha = fp32(1 / fp32(S_a * S_b)).
+float nvfp4_block_scale(const GemmOperand& op, std::size_t cols, std::size_t r, std::size_t c);
+float nvfp4_alpha(const GemmArgs& g);
 
 // The canonical NaN for any NaN, everything else unchanged.
 float canonical(float x);

@@ -37,11 +37,15 @@ void reference_rows(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std
   for (std::size_t m = m0; m < m1; ++m)
     for (std::size_t n = 0; n < g.n; ++n) {
       for (std::size_t k = 0; k < g.k; ++k) a[k] = ta[g.a.codes[m * g.k + k]], b[k] = tb[g.b.codes[k * g.n + n]];
+      if (nvfp4_scaled(g))  // each element times its block scale: exact in fp32 (gemm.hpp)
+        for (std::size_t k = 0; k < g.k; ++k)
+          a[k] = mul_f32_rne(a[k], nvfp4_block_scale(g.a, g.k, m, k)),
+          b[k] = mul_f32_rne(b[k], nvfp4_block_scale(g.b, g.n, k, n));
       sa.clear(), sb.clear();
       if (is_mx(g.a))
-        for (std::size_t j = 0; j < kg; ++j) sa.push_back(g.a.mx_scale[m * kg + j]);
+        for (std::size_t j = 0; j < kg; ++j) sa.push_back(g.a.scale_codes[m * kg + j]);
       if (is_mx(g.b))
-        for (std::size_t j = 0; j < kg; ++j) sb.push_back(g.b.mx_scale[j * g.n + n]);
+        for (std::size_t j = 0; j < kg; ++j) sb.push_back(g.b.scale_codes[j * g.n + n]);
       DotInput in{.a = a, .b = b, .mx_scale_a = sa, .mx_scale_b = sb, .emin_a = emin_a, .emin_b = emin_b};
       if (mx && o.mx_dequantize_to_bf16) {  // operands become bf16 values, the scales are used up
         for (std::size_t k = 0; k < g.k; ++k) {
@@ -65,7 +69,7 @@ void reference_rows(const GemmArgs& g, const GemmOptions& o, std::size_t m0, std
       } else {
         in.c = c0;
         const float acc = reference_dot(o.model, in);
-        r = mul_f32_rne(acc, mul_f32_rne(plain_scale_a(g, m), plain_scale_b(g, n)));
+        r = mul_f32_rne(acc, nvfp4_scaled(g) ? nvfp4_alpha(g) : mul_f32_rne(plain_scale_a(g, m), plain_scale_b(g, n)));
       }
       if (c_in_epilogue(g)) r = add_f32_rne(r, g.c[m * g.n + n]);
       if (!g.bias.empty()) r = add_f32_rne(r, g.bias[n]);

@@ -2,7 +2,7 @@
 
 ``matmul(a, b)`` computes A [M, K] x B [K, N]; ``linear(x, w)`` computes x W^T with W [N, K]
 as ``nn.Linear`` holds it, so both operands are quantized along K and every granularity works
-(per tensor, per row / output channel, 1x128 by 128x128 blocks, MX). Profiles: trn2, trn3,
+(per tensor, per row / output channel, 1x128 by 128x128 blocks, MX, NVFP4). Profiles: trn2, trn3,
 ocp, hopper, fp32; ``model`` overrides the profile's (fp32_sequential, exact_block:32,
 systolic:128, fused:32:13:rtz, trainium3_mx:wrapx, ...).
 
@@ -37,14 +37,14 @@ def _granularity(name: str, transposed: bool) -> str:
 
 
 def _split(x: Operand, name: str, fmt: Optional[FormatLike], transposed: bool = False):
-    """Codes, format, granularity (of the operand, or of its transpose) and scales of an operand;
-    the GEMM says which granularities it takes (kernels/gemm.hpp)."""
+    """Codes, format, granularity (of the operand, or of its transpose), scales and NVFP4 global
+    scale of an operand; the GEMM says which granularities it takes (kernels/gemm.hpp)."""
     if isinstance(x, QuantizedTensor):
         if fmt is not None and get(fmt).name != x.format:
             raise ValueError(f"{name} is {x.format} codes but {name}_format says {get(fmt).name}")
-        return x.codes, x.format, _granularity(x.granularity, transposed), x.scales
+        return x.codes, x.format, _granularity(x.granularity, transposed), x.scales, x.global_scale
     _args.tensor(x, name)
-    return x, name_of(fmt), "tensor", None
+    return x, name_of(fmt), "tensor", None, None
 
 
 def matmul(
@@ -87,17 +87,19 @@ def matmul(
         >>> fp8q.matmul(x, one, profile="hopper", c=c).tolist()  # 2.25 + 8192
         [[8194.25]]
     """
-    ac, af, asc, ascale = _split(a, "a", a_format)
-    bc, bf, bsc, bscale = _split(b, "b", b_format)
+    ac, af, asc, ascale, aglobal = _split(a, "a", a_format)
+    bc, bf, bsc, bscale, bglobal = _split(b, "b", b_format)
     return torch.ops.fp8q.matmul(ac, bc, *_gemm_args(profile, af, bf, asc, ascale, bsc, bscale, c, bias, model,
-                                                     out_dtype, trainium, c_role))
+                                                     out_dtype, trainium, c_role, aglobal, bglobal))
 
 
-def _gemm_args(profile, af, bf, asc, ascale, bsc, bscale, c, bias, model, out_dtype, trainium, c_role) -> tuple:
+def _gemm_args(profile, af, bf, asc, ascale, bsc, bscale, c, bias, model, out_dtype, trainium, c_role, aglobal,
+               bglobal) -> tuple:
     """The operator's arguments after A and B, each checked for its type (TypeError naming it)."""
     return (_args.text(profile, "profile"), af, bf, asc, ascale, bsc, bscale, _args.optional_tensor(c, "c"),
             _args.optional_tensor(bias, "bias"), "" if model is None else _args.text(model, "model"),
-            _args.dtype(out_dtype, "out_dtype"), _args.flag(trainium, "trainium"), _args.text(c_role, "c_role"))
+            _args.dtype(out_dtype, "out_dtype"), _args.flag(trainium, "trainium"), _args.text(c_role, "c_role"),
+            aglobal, bglobal)
 
 
 def _transpose_codes(codes: torch.Tensor, fmt: str) -> tuple[torch.Tensor, str]:
@@ -123,7 +125,9 @@ def linear(
 ) -> torch.Tensor:
     """y = x W^T (+ bias) for x [M, K] and W [N, K], both quantized along K (any granularity).
 
-    ``c`` and ``c_role`` are as in ``matmul``.
+    ``c`` and ``c_role`` are as in ``matmul``. NVFP4 operands (``nvfp4`` x, ``nvfp4`` or
+    ``nvfp4_16x16`` W, e2m1 on profile ocp) multiply their E4M3FN block scales into each product
+    and the result by fp32(1 / fp32(S_x * S_w)) (docs/numerics.md section 8).
 
     Example:
         >>> import torch, fp8q
@@ -131,12 +135,16 @@ def linear(
         >>> w = fp8q.quantize(torch.full((2, 64), 0.5), "e4m3fn", granularity="mx")
         >>> fp8q.linear(x, w, profile="ocp").tolist()
         [[32.0, 32.0]]
+        >>> x4 = fp8q.quantize(torch.ones(1, 32), "e2m1", granularity="nvfp4")
+        >>> w4 = fp8q.quantize(torch.full((2, 32), -1.5), "e2m1", granularity="nvfp4_16x16")
+        >>> fp8q.linear(x4, w4, profile="ocp").tolist()
+        [[-48.0, -48.0]]
     """
-    ac, af, asc, ascale = _split(x, "x", x_format)
-    wc, wf, wsc, wscale = _split(w, "w", w_format, transposed=True)
+    ac, af, asc, ascale, aglobal = _split(x, "x", x_format)
+    wc, wf, wsc, wscale, wglobal = _split(w, "w", w_format, transposed=True)
     bc, bf = _transpose_codes(wc, wf or get(wc.dtype).name)
     return torch.ops.fp8q.matmul(ac, bc, *_gemm_args(profile, af, bf, asc, ascale, wsc, _bt_scale(wscale), c, bias,
-                                                     model, out_dtype, trainium, c_role))
+                                                     model, out_dtype, trainium, c_role, aglobal, wglobal))
 
 
 def _bt_scale(scale: Optional[torch.Tensor]) -> Optional[torch.Tensor]:

@@ -65,14 +65,14 @@ TEST(GemmErrors, NameTheTensorAndField) {
   { Problem q = p; q.sa = S::kMx32; q.scale_a.clear(); q.mx_a.assign(3, 127);
     EXPECT_EQ(gemm_error(q), "gemm: a has granularity mx, b has granularity col: an MX operand pairs with MX scales or none"); }
   { Problem q = p; q.sa = S::kMx32; q.scale_a.clear(); q.mx_a.assign(2, 127);
-    EXPECT_EQ(gemm_error(q), "gemm: a.mx_scale: 2 E8M0 codes, expected 3 x 1"); }
+    EXPECT_EQ(gemm_error(q), "gemm: a.scale_codes: 2 E8M0 codes, expected 3 x 1"); }
   // each operand's granularity is stated on its own matrix: A [M, K], B [K, N]
   { GemmArgs g = p.args(); g.a.granularity = Granularity::column();
     EXPECT_EQ(error_of([&] { gemm_reference(g, {}, std::span<float>()); }),
-              "gemm: a.granularity: col is not one the GEMM takes for A [M, K] (tensor row block1x128 mx)"); }
+              "gemm: a.granularity: col is not one the GEMM takes for A [M, K] (tensor row block1x128 mx nvfp4 nvfp4_16x16)"); }
   { GemmArgs g = p.args(); g.b.granularity = Granularity::mx();
     EXPECT_EQ(error_of([&] { gemm(g, {}, std::span<float>()); }),
-              "gemm: b.granularity: mx is not one the GEMM takes for B [K, N] (tensor col block128x128 mx32x1)"); }
+              "gemm: b.granularity: mx is not one the GEMM takes for B [K, N] (tensor col block128x128 mx32x1 nvfp4_16x1 nvfp4_16x16)"); }
   { Problem q = p; q.sa = S::kNone; q.scale_a.clear(); EXPECT_EQ(gemm_error(q), ""); }  // tensor, no scale: 1
   EXPECT_NE(gemm_error(p, {.model = M::exact_block(0)}).find("block/tile size must be >= 1"), std::string::npos);
 }

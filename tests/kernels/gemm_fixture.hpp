@@ -40,8 +40,8 @@ struct Problem {
 
   GemmArgs args() const {
     return {.m = m, .n = n, .k = k,
-            .a = {.format = fa, .codes = a, .granularity = granularity_of(sa, true), .scale_inv = scale_a, .mx_scale = mx_a},
-            .b = {.format = fb, .codes = b, .granularity = granularity_of(sb, false), .scale_inv = scale_b, .mx_scale = mx_b},
+            .a = {.format = fa, .codes = a, .granularity = granularity_of(sa, true), .scale_inv = scale_a, .scale_codes = mx_a},
+            .b = {.format = fb, .codes = b, .granularity = granularity_of(sb, false), .scale_inv = scale_b, .scale_codes = mx_b},
             .c = c, .bias = bias};
   }
 };

@@ -195,7 +195,7 @@ TEST(TrainiumGemm, Errors) {
   std::fill(p.mx_a.begin(), p.mx_a.end(), 127);
   std::fill(p.mx_b.begin(), p.mx_b.end(), 127);
   p.mx_a[1 * 7 + 4] = 130;  // a row 1, block 4
-  expect_error(p, {.model = M::trainium3_mx(Trn3Layout::kWrapX)}, "a.mx_scale[1, 0] = 127 and a.mx_scale[1, 4] = 130");
+  expect_error(p, {.model = M::trainium3_mx(Trn3Layout::kWrapX)}, "a.scale_codes[1, 0] = 127 and a.scale_codes[1, 4] = 130");
   expect_error(p, {.model = M::systolic(128)}, "MX operands");
   Problem q = random_problem(rng, 2, 3, 20, F::kE4M3, F::kE4M3, S::kNone, S::kNone, false, false, 0);
   expect_error(q, {.model = M::fp32_sequential()}, "no Trainium instruction");

@@ -19,6 +19,8 @@ def op_samples() -> list[tuple[object, tuple, dict]]:
     codes = x.to(torch.float8_e4m3fn).view(torch.uint8)
     h = torch.ops.fp8q.histogram_observe(torch.ops.fp8q.histogram_new(64, 8), x)
     mx_codes, mx_scales = torch.ops.fp8q.quantize(x, "e4m3fn", "mx")
+    nv_codes, nv_scales, nv_global = torch.ops.fp8q.quantize_nvfp4(x, "e2m1", "nvfp4")
+    nv_codes = fp8q.formats.unpack_fp4(nv_codes)
     image = torch.ops.fp8q.pack_x4(torch.zeros(16, 8, dtype=torch.uint8), "float8_e4m3fn_x4")
     return [
         (torch.ops.fp8q.convert.default, (x, "e4m3fn"), dict(rounding="sr", seed=3)),
@@ -40,6 +42,10 @@ def op_samples() -> list[tuple[object, tuple, dict]]:
         (torch.ops.fp8q.histogram_merge.default, (h, h), {}),
         (torch.ops.fp8q.calibrate.default, (h, "mse", "e4m3fn"), {}),
         (torch.ops.fp8q.matmul.default, (codes, codes.t().contiguous(), "ocp", "e4m3fn", "e4m3fn"), {}),
+        (torch.ops.fp8q.matmul.default, (nv_codes, nv_codes.t().contiguous(), "ocp", "e2m1", "e2m1", "nvfp4",
+                                         nv_scales.view(torch.uint8), "nvfp4_16x1",
+                                         nv_scales.view(torch.uint8).t().contiguous(), None, None, "",
+                                         torch.float32, False, "epilogue", nv_global, nv_global), {}),
         (torch.ops.fp8q.nc_matmul.default, (codes, codes, "e4m3fn", "e4m3fn"), {}),
         (torch.ops.fp8q.nc_matmul_mx.default, (image, torch.zeros(16, 2, dtype=torch.uint8), image,
                                                torch.zeros(16, 2, dtype=torch.uint8), "float8_e4m3fn_x4",

@@ -178,8 +178,8 @@ struct Operands {
 
   GemmArgs args(CRole c_role) const {
     return {.m = m, .n = n, .k = k,
-            .a = {.format = fa, .codes = a, .granularity = ga, .scale_inv = inv_a, .mx_scale = mx_a},
-            .b = {.format = fb, .codes = b, .granularity = gb, .scale_inv = inv_b, .mx_scale = mx_b},
+            .a = {.format = fa, .codes = a, .granularity = ga, .scale_inv = inv_a, .scale_codes = mx_a},
+            .b = {.format = fb, .codes = b, .granularity = gb, .scale_inv = inv_b, .scale_codes = mx_b},
             .c = c, .bias = bias, .c_role = c_role};
   }
 };

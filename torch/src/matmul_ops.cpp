@@ -18,16 +18,26 @@ struct Operand {
   std::vector<std::uint8_t> unpacked;  // e2m1 codes one a byte
   std::span<const std::uint8_t> codes;
   std::vector<float> scale_inv;
-  std::vector<std::uint8_t> mx;
-  GemmOperand view(FormatId f, const Granularity& g) const { return {f, codes, g, scale_inv, mx}; }
+  std::vector<std::uint8_t> scale_codes;  // E8M0 (MX) or E4M3FN (NVFP4)
+  float global_scale = 1.0f;              // NVFP4's S
+  GemmOperand view(FormatId f, const Granularity& g) const { return {f, codes, g, scale_inv, scale_codes, global_scale}; }
 };
 
 // The scales of granularity g on an operand [rows, cols]: the block grid's shape (gemm.hpp); a
 // per-tensor scale may be absent (a multiplier of 1), 0-d or one element in any shape, a
 // per-channel one also 1-D.
-void load_scales(Operand& op, const Granularity& g, const std::optional<at::Tensor>& t_in, std::int64_t rows,
-                 std::int64_t cols, const at::Tensor& ref, const char* arg) {
-  const bool tensor = g.kind == GranularityKind::kTensor, mx = g.kind == GranularityKind::kMx;
+void load_scales(Operand& op, const Granularity& g, const std::optional<at::Tensor>& t_in,
+                 const std::optional<at::Tensor>& global, std::int64_t rows, std::int64_t cols, const at::Tensor& ref,
+                 const char* arg, const char* global_arg) {
+  const bool tensor = g.kind == GranularityKind::kTensor, mx = g.kind == GranularityKind::kMx,
+             nvfp4 = g.kind == GranularityKind::kNvfp4;
+  TORCH_CHECK_VALUE(nvfp4 == global.has_value(), global_arg, ": ",
+                    nvfp4 ? "granularity " + granularity_name(g) + " needs the operand's NVFP4 global scale"
+                          : "only NVFP4 operands have a global scale, not granularity " + granularity_name(g));
+  if (nvfp4) {
+    check_same_device(*global, ref, global_arg, "a");
+    op.global_scale = *scalar_scale(global, global_arg);
+  }
   if (tensor && !t_in.has_value()) return;
   const BlockGrid grid = block_grid(g, {static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)});
   const std::vector<std::int64_t> want{static_cast<std::int64_t>(grid.grid_rows()), static_cast<std::int64_t>(grid.grid_cols())};
@@ -35,18 +45,22 @@ void load_scales(Operand& op, const Granularity& g, const std::optional<at::Tens
                     shape_text(want));
   const std::optional<at::Tensor> t = dense(t_in, arg);
   check_same_device(*t, ref, arg, "a");
-  if (mx)
+  if (mx) {
     check_e8m0(*t, arg);
-  else
+  } else if (nvfp4) {
+    TORCH_CHECK_TYPE(t->scalar_type() == at::ScalarType::Float8_e4m3fn || t->scalar_type() == at::kByte, arg,
+                     " has dtype ", t->scalar_type(), "; NVFP4 scales are float8_e4m3fn (or uint8 codes)");
+  } else {
     check_dtype(*t, at::kFloat, arg);
+  }
   const bool channel = g.kind == GranularityKind::kRow || g.kind == GranularityKind::kColumn;
   const bool ok = tensor ? t->numel() == 1
                          : (t->sizes().vec() == want || (channel && t->dim() == 1 && t->numel() == numel_of(want)));
   TORCH_CHECK_VALUE(ok, arg, " has shape ", shape_text(t->sizes()), "; expected ", shape_text(want));
   if (t->is_meta()) return;
-  if (mx) {
+  if (mx || nvfp4) {
     const auto b = u8(*t);
-    op.mx.assign(b.begin(), b.end());
+    op.scale_codes.assign(b.begin(), b.end());
   } else {
     const auto v = f32(*t);
     op.scale_inv.assign(v.begin(), v.end());
@@ -58,7 +72,8 @@ at::Tensor matmul(const at::Tensor& a_in, const at::Tensor& b_in, std::string_vi
                   std::string_view b_format, std::string_view a_granularity, const std::optional<at::Tensor>& a_scale,
                   std::string_view b_granularity, const std::optional<at::Tensor>& b_scale,
                   const std::optional<at::Tensor>& c_in, const std::optional<at::Tensor>& bias_in, std::string_view model,
-                  at::ScalarType out_dtype, bool trainium, std::string_view c_role) {
+                  at::ScalarType out_dtype, bool trainium, std::string_view c_role,
+                  const std::optional<at::Tensor>& a_global_scale, const std::optional<at::Tensor>& b_global_scale) {
   return guarded("matmul", [&] {
     const at::Tensor a = dense(a_in, "a"), b = dense(b_in, "b");
     const std::optional<at::Tensor> c = dense(c_in, "c"), bias = dense(bias_in, "bias");
@@ -86,17 +101,13 @@ at::Tensor matmul(const at::Tensor& a_in, const at::Tensor& b_in, std::string_vi
     }
     const Granularity ga = parse_granularity_arg(a_granularity, "a_granularity"),
                       gb = parse_granularity_arg(b_granularity, "b_granularity");
-    for (const auto& [g, arg] : {std::pair{ga, "a_granularity"}, std::pair{gb, "b_granularity"}})
-      TORCH_CHECK_VALUE(g.kind != GranularityKind::kNvfp4, arg, ": ", granularity_name(g),
-                        ": the GEMM does not take NVFP4 operands (two-level scales); dequantize them, or quantize "
-                        "with mx");
     const std::optional<CRole> role = parse_c_role(c_role);
     TORCH_CHECK_VALUE(role.has_value(), "c_role: unknown '", std::string(c_role), "' (one of: epilogue accumulator)");
     TORCH_CHECK_VALUE(*role == CRole::kEpilogue || c.has_value(),
                       "c_role: 'accumulator' needs c (the accumulator input, float32 [M, N])");
     Operand oa, ob;
-    load_scales(oa, ga, a_scale, m, k, a, "a_scale");
-    load_scales(ob, gb, b_scale, k, n, a, "b_scale");
+    load_scales(oa, ga, a_scale, a_global_scale, m, k, a, "a_scale", "a_global_scale");
+    load_scales(ob, gb, b_scale, b_global_scale, k, n, a, "b_scale", "b_global_scale");
     std::span<const float> cv, bv;
     if (c) {
       check_same_device(*c, a, "c", "a");

@@ -43,7 +43,8 @@ TORCH_LIBRARY(fp8q, m) {
         "float amax_epsilon=0.0, bool power_of_two=False) -> Tensor");
   m.def("matmul(Tensor a, Tensor b, str profile, str a_format='', str b_format='', str a_granularity='tensor', "
         "Tensor? a_scale=None, str b_granularity='tensor', Tensor? b_scale=None, Tensor? c=None, Tensor? bias=None, "
-        "str model='', ScalarType out_dtype=float, bool trainium=False, str c_role='epilogue') -> Tensor");
+        "str model='', ScalarType out_dtype=float, bool trainium=False, str c_role='epilogue', "
+        "Tensor? a_global_scale=None, Tensor? b_global_scale=None) -> Tensor");
   m.def("nc_matmul(Tensor stationary, Tensor moving, str stationary_format='', str moving_format='', "
         "str perf_mode='none', Tensor? psum=None) -> Tensor");
   m.def("nc_matmul_mx(Tensor stationary, Tensor stationary_scale, Tensor moving, Tensor moving_scale, "

@@ -38,6 +38,8 @@ std::optional<trn3::X4Type> x4_type_of(FormatId f) {
 Instr choose(const GemmArgs& g, const GemmOptions& o) {
   const bool mx = fp8q::detail::mx_scaled(g);
   const AccumulationModel& m = o.model;
+  if (fp8q::detail::nvfp4_scaled(g))
+    fail("NVFP4 operands (E4M3FN scales per 16 along K): no Trainium instruction takes them (nc_matmul_mx takes MX)");
   if (mx && o.mx_dequantize_to_bf16) {
     if (m == AccumulationModel::systolic(128)) return Instr::kBf16;
     fail("MX operands dequantized to bf16 run on nc_matmul, model systolic:128; " + model_of(o) + " has no such instruction");
@@ -115,10 +117,10 @@ struct OcpScales {
   std::size_t groups, n;  // ceil(K / 32); N (for B's row-major [groups, N])
   std::uint8_t at(std::size_t j, std::size_t c) const {
     if (!fp8q::detail::is_mx(*op)) return 127;
-    return is_a ? op->mx_scale[c * groups + j] : op->mx_scale[j * n + c];
+    return is_a ? op->scale_codes[c * groups + j] : op->scale_codes[j * n + c];
   }
   std::string where(std::size_t j, std::size_t c) const {
-    return std::string(name) + ".mx_scale[" + (is_a ? std::to_string(c) + ", " + std::to_string(j) : std::to_string(j) + ", " + std::to_string(c)) + "]";
+    return std::string(name) + ".scale_codes[" + (is_a ? std::to_string(c) + ", " + std::to_string(j) : std::to_string(j) + ", " + std::to_string(c)) + "]";
   }
 };
 
@@ -209,12 +211,12 @@ Plan plan(const GemmArgs& g, const GemmOptions& o) {
         // an operand without MX scales is already exact in bf16 (every FP8 / fp6 / fp4 value is)
         s.a = plain_operand(s.len, g.m, 1, 2, [&](std::size_t k, std::size_t m) {
           const float x = ta[a_code(k, m)];
-          return mxa ? dequantize_bf16(x, g.a.mx_scale[m * kg + (s.k0 + k) / kMxGroup])
+          return mxa ? dequantize_bf16(x, g.a.scale_codes[m * kg + (s.k0 + k) / kMxGroup])
                      : static_cast<std::uint16_t>(bits_of(x) >> 16);
         });
         s.b = plain_operand(s.len, g.n, 1, 2, [&](std::size_t k, std::size_t n) {
           const float x = tb[b_code(k, n)];
-          return mxb ? dequantize_bf16(x, g.b.mx_scale[((s.k0 + k) / kMxGroup) * g.n + n])
+          return mxb ? dequantize_bf16(x, g.b.scale_codes[((s.k0 + k) / kMxGroup) * g.n + n])
                      : static_cast<std::uint16_t>(bits_of(x) >> 16);
         });
         break;

@@ -12,6 +12,13 @@
 //     out = fp32(out + fp32(p_j * fp32(scale_inv_a[m, j] * scale_inv_b[j, n / 128])))
 //   MX (E8M0 scale per 32 consecutive K, on A, B or both): the scales are inside the model
 //     (each product times 2^(e_a + e_b)); out = acc.
+//   NVFP4 (E4M3FN scale per 16 K on both operands, under each operand's tensor scale S): the
+//     block scales are inside the model, each product a_k * b_k * s_a * s_b exactly (s the
+//     decoded E4M3FN scales of the two blocks; an element times its scale is exact in fp32);
+//     out = fp32(acc * alpha), alpha = fp32(1 / fp32(S_a * S_b)), the alpha vLLM passes to its
+//     NVFP4 GEMM (IEEE: an S_a * S_b that overflows gives +0, one that underflows to 0 gives
+//     +Inf). Models fp32_sequential,
+//     exact_block and systolic; K a multiple of 16.
 // C has one of two roles (CRole). kEpilogue (the default; a GEMM's beta C, beta = 1): C0 = +0
 // and out = fp32(out + c[m, n]) after the scales. kAccumulator (an MMA instruction's
 // D = A B + C: wgmma, mma.sync, a PSUM tile matmul'ed into with accumulate=True): C0 = c[m, n]
@@ -44,14 +51,17 @@ namespace fp8q {
 //   tensor:                A and B; scale_inv holds 1 value, or none (a multiplier of 1)
 //   row (A) / col (B):     one scale_inv per output channel, M or N values
 //   block1x128 (A) / block128x128 (B): DeepSeek-V3 blocks; A and B must both use them
-//   mx (A, 1 x 32) / mx32x1 (B, 32 x 1): E8M0 codes in mx_scale, one per 32 consecutive K;
+//   mx (A, 1 x 32) / mx32x1 (B, 32 x 1): E8M0 codes in scale_codes, one per 32 consecutive K;
 //     pairs with MX on the other operand, or with tensor and no scale
+//   nvfp4 or nvfp4_16x16 (A) / nvfp4_16x1 or nvfp4_16x16 (B): E4M3FN codes in scale_codes, the
+//     tensor scale S in global_scale (finite, > 0); pairs with NVFP4 on the other operand
 struct GemmOperand {
   FormatId format = FormatId::kE4M3FN;
   std::span<const std::uint8_t> codes;  // A: M x K, B: K x N, row-major
   Granularity granularity = Granularity::tensor();
-  std::span<const float> scale_inv{};       // every granularity but MX: finite and > 0
-  std::span<const std::uint8_t> mx_scale{};  // MX
+  std::span<const float> scale_inv{};           // tensor, row, col, block: finite and > 0
+  std::span<const std::uint8_t> scale_codes{};  // MX (E8M0), NVFP4 (E4M3FN)
+  float global_scale = 1.0f;                    // NVFP4: the tensor scale S
 };
 
 // Where C enters the result (see the definition above). An enum, not a bool, so that a call
@@ -98,7 +108,8 @@ void gemm_reference(const GemmArgs& args, const GemmOptions& options, std::span<
 
 // The fast path: equal to gemm_reference bit for bit, for every shape, thread count and ISA
 // (fp32_sequential and systolic on plain or block scaling, exact_block on plain, block or MX
-// scaling with B dividing 32 and blocks of at most 4096 products, and fused without MX have
+// scaling with B dividing 32 and blocks of at most 4096 products or on NVFP4 with B dividing 16
+// where every block sum is exact in fp64 (e2m1, e4m3fn elements), and fused without MX have
 // vectorised kernels; other models run the reference, split across threads). Every path takes
 // C in both roles; the one exception is fused without promotion and without block scaling
 // when some accumulator input C is NaN, infinite, or nonzero with |C| < 2^-100 or |C| >= 2^126

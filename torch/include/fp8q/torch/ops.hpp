@@ -141,8 +141,11 @@ std::string cast_check(std::string_view json, std::string_view role);
 // `model` (kernels/gemm.hpp, kernels/profile.hpp). a: [M, K] codes, b: [K, N] codes. Each
 // operand's granularity on its own matrix (quant/granularity.hpp names; GemmOperand says which
 // A and B take): tensor (1 scale_inv, or no scale), row of A / col of B (per output channel),
-// block1x128 / block128x128, mx / mx32x1 (E8M0 per 32 along K); the scales are shaped as the
-// block grid ([M, ceil(K/32)] for A's mx, ...), float32 scale_inv or float8_e8m0fnu / uint8.
+// block1x128 / block128x128, mx / mx32x1 (E8M0 per 32 along K), nvfp4 / nvfp4_16x1 /
+// nvfp4_16x16 (E4M3FN per 16 along K, both operands); the scales are shaped as the block grid
+// ([M, ceil(K/32)] for A's mx, ...), float32 scale_inv, float8_e8m0fnu / uint8 (MX) or
+// float8_e4m3fn / uint8 (NVFP4). a_global_scale, b_global_scale: NVFP4's tensor scales S
+// (float32, one element), for NVFP4 operands only.
 // c: optional float32 [M, N], bias: optional float32 [N]. c_role (CRole of gemm.hpp): "epilogue"
 // adds c after the scales; "accumulator" makes c the accumulator input (D = A B + C inside the
 // model, in the accumulator's units; it needs c). out_dtype float32 or bfloat16. trainium true
@@ -155,7 +158,9 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, std::string_view pro
                   const std::optional<at::Tensor>& c = std::nullopt,
                   const std::optional<at::Tensor>& bias = std::nullopt, std::string_view model = "",
                   at::ScalarType out_dtype = at::kFloat, bool trainium = false,
-                  std::string_view c_role = "epilogue");
+                  std::string_view c_role = "epilogue",
+                  const std::optional<at::Tensor>& a_global_scale = std::nullopt,
+                  const std::optional<at::Tensor>& b_global_scale = std::nullopt);
 
 // ---- Trainium instructions (kernels/trainium.hpp) --------------------------------------------
 // nc_matmul: psum (+)= stationary.T @ moving. stationary [K, M] and moving [K, N] codes (or
