@@ -149,6 +149,28 @@ void mx_case(benchmark::State& state, std::size_t n, int threads, const Accumula
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));
 }
 
+// NVFP4 (profile ocp's exact_block:16): random e2m1 codes, E4M3FN block scales in [0.5, 16),
+// both operands along K.
+void nvfp4_case(benchmark::State& state, std::size_t n, int threads) {
+  std::mt19937_64 rng(n + 7);
+  std::vector<std::uint8_t> a(n * n), b(n * n), sa(n * (n / 16)), sb((n / 16) * n);
+  for (auto& c : a) c = static_cast<std::uint8_t>(rng() % 16);
+  for (auto& c : b) c = static_cast<std::uint8_t>(rng() % 16);
+  for (auto& c : sa) c = static_cast<std::uint8_t>(0x30 + rng() % 0x28);
+  for (auto& c : sb) c = static_cast<std::uint8_t>(0x30 + rng() % 0x28);
+  std::vector<float> d(n * n);
+  const GemmArgs g{.m = n, .n = n, .k = n,
+                   .a = {.format = FormatId::kE2M1, .codes = a, .granularity = Granularity::nvfp4(), .scale_codes = sa,
+                         .global_scale = 896.0f},
+                   .b = {.format = FormatId::kE2M1, .codes = b, .granularity = Granularity::nvfp4_column(),
+                         .scale_codes = sb, .global_scale = 1344.0f}};
+  for (auto _ : state) {
+    gemm(g, {.model = AccumulationModel::exact_block(16), .threads = threads}, std::span<float>(d));
+    benchmark::DoNotOptimize(d.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(2 * n * n * n));
+}
+
 // The fp64 baseline of the MX GEMM: operands decoded and multiplied by their scales.
 void dgemm_case(benchmark::State& state, std::size_t n, int threads) {
   const Operands o = make(n);
@@ -206,6 +228,8 @@ void register_gemm() {
                [n, t](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::exact_block(32)); });
       add_case("gemm/mxfp8_exact_block32_gaussian" + suffix, {"gemm/openblas_dgemm" + suffix},
                [n, t](benchmark::State& s) { mx_case(s, n, t, AccumulationModel::exact_block(32), true); });
+      add_case("gemm/nvfp4_exact_block16" + suffix, {"gemm/openblas_dgemm" + suffix, "gemm/openblas_sgemm" + suffix},
+               [n, t](benchmark::State& s) { nvfp4_case(s, n, t); });
       for (const auto layout : {Trn3Layout::k1x32, Trn3Layout::kWrapX}) {
         if (n > 1024) break;
         const std::string name = layout == Trn3Layout::k1x32 ? "1x32" : "wrapx";

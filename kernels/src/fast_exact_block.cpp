@@ -107,12 +107,17 @@ void exact_block_rows_with(XbKernel kernel, const GemmArgs& g, const GemmOptions
   for (std::size_t c = 0; c < 256; ++c) e8m0[c] = e8m0_value(static_cast<std::uint8_t>(c));
   const bool nv = nvfp4_scaled(g), mx_a = is_mx(g.a) || nv, mx_b = is_mx(g.b) || nv;  // a factor per block
   const std::size_t kg = (g.k + kMxGroup - 1) / kMxGroup;
+  std::array<double, 256> e4m3{};  // NVFP4 block scales (decode_table gives NaN codes NaN)
+  if (nv) {
+    const auto t = decode_table(FormatId::kE4M3FN);
+    std::copy(t.begin(), t.end(), e4m3.begin());
+  }
   auto scale_a = [&](std::size_t m, std::size_t k) -> double {
-    if (nv) return nvfp4_block_scale(g.a, g.k, m, k);
+    if (nv) return e4m3[g.a.scale_codes[nvfp4_scale_index(g.a, g.k, m, k)]];
     return mx_a ? e8m0[g.a.scale_codes[m * kg + k / kMxGroup]] : 1.0;
   };
   auto scale_b = [&](std::size_t k, std::size_t n) -> double {
-    if (nv) return nvfp4_block_scale(g.b, g.n, k, n);
+    if (nv) return e4m3[g.b.scale_codes[nvfp4_scale_index(g.b, g.n, k, n)]];
     return mx_b ? e8m0[g.b.scale_codes[(k / kMxGroup) * g.n + n]] : 1.0;
   };
 

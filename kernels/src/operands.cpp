@@ -145,8 +145,7 @@ float plain_scale_b(const GemmArgs& g, std::size_t n) {
 }
 
 float nvfp4_block_scale(const GemmOperand& op, std::size_t cols, std::size_t r, std::size_t c) {
-  const std::size_t grid_cols = (cols + op.granularity.block_cols - 1) / op.granularity.block_cols;
-  return decode_f32(op.scale_codes[(r / op.granularity.block_rows) * grid_cols + c / op.granularity.block_cols], kE4M3FN);
+  return decode_f32(op.scale_codes[nvfp4_scale_index(op, cols, r, c)], kE4M3FN);
 }
 
 float nvfp4_alpha(const GemmArgs& g) {

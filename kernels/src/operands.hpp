@@ -50,8 +50,13 @@ inline float block_scale_b(const GemmArgs& g, std::size_t j, std::size_t n) {
   return g.b.scale_inv[j * nb + n / kScaleBlock];
 }
 
-// NVFP4: the decoded E4M3FN block scale of element (r, c) of an operand with `cols` columns
-// (A: m, k; B: k, n), exact in fp32; and the output multiplier alpha = fp32(1 / fp32(S_a * S_b)).
+// NVFP4: the index in scale_codes of element (r, c) of an operand with `cols` columns (A: m, k;
+// B: k, n); its decoded E4M3FN block scale, exact in fp32; and the output multiplier
+// alpha = fp32(1 / fp32(S_a * S_b)).
+inline std::size_t nvfp4_scale_index(const GemmOperand& op, std::size_t cols, std::size_t r, std::size_t c) {
+  const std::size_t br = op.granularity.block_rows, bc = op.granularity.block_cols;
+  return (r / br) * ((cols + bc - 1) / bc) + c / bc;
+}
 float nvfp4_block_scale(const GemmOperand& op, std::size_t cols, std::size_t r, std::size_t c);
 float nvfp4_alpha(const GemmArgs& g);
 

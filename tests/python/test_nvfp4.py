@@ -168,13 +168,6 @@ def test_bad_arguments_are_named(call, error, text) -> None:
         call(x)
 
 
-def test_the_gemm_refuses_nvfp4_operands_by_name() -> None:
-    x = fp8q.quantize(torch.randn(4, 32), "e2m1", granularity="nvfp4")
-    w = fp8q.quantize(torch.randn(8, 32), "e2m1", granularity="nvfp4")
-    with pytest.raises(ValueError, match="a_granularity: nvfp4: the GEMM does not take NVFP4 operands"):
-        fp8q.linear(x, w, profile="ocp")
-
-
 def test_dequantize_refuses_what_quantize_never_writes() -> None:
     q = fp8q.quantize(torch.randn(16, 32), "e2m1", granularity="nvfp4")
     deq = torch.ops.fp8q.dequantize

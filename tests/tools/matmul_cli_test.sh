@@ -76,6 +76,7 @@ def case(kind, path, seed):
     if kind in ('mx_bt', 'e4m3fn_bt'): fa = fb = 'e4m3fn'
     if kind == 'u8_meta_block': fa, M, K, N = 'e4m3', 4, 200, 3
     if kind == 'e2m1_mx': fa = fb = 'e2m1'; K, N = 64, 6
+    if kind.startswith('nvfp4'): fa = fb = 'e2m1'; K, N = 64, 6
     lim = 6 if fa == 'e2m1' else 8
     a = [[pick(rng, fa, -lim, lim) for _ in range(K)] for _ in range(M)]
     b = [[pick(rng, fb, -lim, lim) for _ in range(N)] for _ in range(K)]
@@ -96,6 +97,14 @@ def case(kind, path, seed):
             return (name, 'U8', [len(mat), len(mat[0]) // 2], u8(sum(flat, [])))
         return (name, dt.get(fmt, 'U8'), [len(mat), len(mat[0])], u8([x[1] for row in mat for x in row]))
     bt = [[b[k][n] for k in range(K)] for n in range(N)]
+    # NVFP4: E4M3FN block scales per 16 along K (a: 1 x 16; bt: 1 x 16, or one 16 x 16 row of
+    # blocks for N <= 16), tensor scales S_a = 4, S_b = 8 (alpha = 1/32, exact)
+    e4 = encoder('e4m3fn')
+    svals = [Fraction(x) for x in ('0.25', '0.5', '0.75', '1', '1.25', '1.5', '2', '3')]
+    k16 = K // 16
+    nsa = [[rng.choice(svals) for _ in range(k16)] for _ in range(M)]
+    nsb = [[rng.choice(svals) for _ in range(k16)] for _ in range(N)]  # bt's [N, K/16]
+    if kind == 'nvfp4_bt2d': nsb = [nsb[0]] * N
     D = [[Fraction(0)] * N for _ in range(M)]
     for m in range(M):
         for n in range(N):
@@ -105,6 +114,8 @@ def case(kind, path, seed):
                 D[m][n] = sum(a[m][k][0] * p2(ea[m][k // 32]) * b[k][n][0] * p2(eb[k // 32][n]) for k in range(K))
             elif kind == 'e4m3fn_bt':  # bt with per-row scale_inv (= per column of B)
                 D[m][n] = sum(a[m][k][0] * b[k][n][0] for k in range(K)) * sa[m] * sb[n]
+            elif kind.startswith('nvfp4'):
+                D[m][n] = sum(a[m][k][0] * nsa[m][k // 16] * b[k][n][0] * nsb[n][k // 16] for k in range(K)) / 32
             elif kind == 'u8_meta_block':
                 D[m][n] = sum(sum(a[m][k][0] * b[k][n][0] for k in range(128 * j, min(K, 128 * j + 128))) * blk_a[m][j] * blk_b[j]
                               for j in range(kb))
@@ -117,6 +128,14 @@ def case(kind, path, seed):
     elif kind == 'e2m1_mx':
         t = [codes(a, 'a', fa), codes(b, 'b', fb), ('a.scale', 'U8', [M, kg], u8([127 + e for row in ea for e in row])),
              ('b.scale', 'U8', [kg, N], u8([127 + e for row in eb for e in row]))]
+        meta['fp8q.elem'] = 'e2m1'
+    elif kind.startswith('nvfp4'):
+        rows_b = nsb[:1] if kind == 'nvfp4_bt2d' else nsb
+        t = [codes(a, 'a', fa), codes(bt, 'bt', fb),
+             ('a.scale', 'F8_E4M3', [M, k16], u8([e4[x] for row in nsa for x in row])),
+             ('a.global_scale', 'F32', [1], f32([4])),
+             ('bt.scale', 'F8_E4M3', [len(rows_b), k16], u8([e4[x] for row in rows_b for x in row])),
+             ('bt.global_scale', 'F32', [1], f32([8]))]
         meta['fp8q.elem'] = 'e2m1'
     elif kind == 'e4m3fn_bt':
         t = [codes(a, 'a', fa), codes(bt, 'bt', fb), ('a.scale_inv', 'F32', [M, 1], f32(sa[:M])),
@@ -195,6 +214,11 @@ ok "MX on trn3, 1x32" mx.st trn3 --model trainium3_mx:1x32
 mk e2m1_mx e2m1.st 3
 ok "MX e2m1 (packed, global fp8q.elem) on ocp" e2m1.st ocp
 ok "MX e2m1 on trn3" e2m1.st trn3 --out-dtype bf16
+mk nvfp4_bt nvfp4.st 6
+ok "NVFP4 e2m1 (F8_E4M3 scales, global scales) on ocp" nvfp4.st ocp
+ok "NVFP4 on fp32, bf16 out, 2 threads" nvfp4.st fp32 --out-dtype bf16 --threads 2
+mk nvfp4_bt2d nvfp4_2d.st 7
+ok "NVFP4 with 16x16 bt scales on ocp" nvfp4_2d.st ocp
 mk e4m3fn_bt rowcol.st 4
 ok "per-row a, per-row bt on hopper" rowcol.st hopper
 mk u8_meta_block blk.st 5
@@ -263,6 +287,20 @@ raw mix.st a:F8_E4M3:2x3:383838383838 b:U8:3x1:383838 meta=fp8q.elem.b=e4m3
 bad "trn3 never mixes e4m3fn and e4m3" "never mixes e4m3fn with e4m3" mix.st --profile trn3
 raw fp6.st a:U8:2x3:404040404040 b:F8_E5M2:3x1:3c3c3c meta=fp8q.elem=e2m3
 bad "fp6 code with high bits" "tensor 'a' \[0, 0\]: byte 64 is not a e2m3 code" fp6.st --profile fp32
+# NVFP4: the global scale is required, finite and > 0; K a multiple of 16; trn3 has no NVFP4 matmul
+NVA="a:U8:1x8:2222222222222222 a.scale:F8_E4M3:1x1:38 bt:U8:1x8:2222222222222222 bt.scale:F8_E4M3:1x1:38 meta=fp8q.elem=e2m1"
+raw nvnog.st $NVA a.global_scale:F32:1:0000803f
+bad "NVFP4 without its global scale" "tensor 'bt.global_scale' is missing" nvnog.st --profile ocp
+raw nvzero.st $NVA a.global_scale:F32:1:0000803f bt.global_scale:F32:1:00000000
+bad "NVFP4 global scale 0" "tensor 'bt.global_scale' \[0\] = 0.0+ is not a finite positive scale" nvzero.st --profile ocp
+raw nvtrn3.st $NVA a.global_scale:F32:1:0000803f bt.global_scale:F32:1:0000803f
+bad "NVFP4 on trn3" "profile trn3: NVFP4 operands .* has no NVFP4 matmul" nvtrn3.st --profile trn3
+raw nvk.st a:U8:1x4:22222222 a.scale:F8_E4M3:1x1:38 a.global_scale:F32:1:0000803f bt:U8:1x4:22222222 \
+  bt.scale:F8_E4M3:1x1:38 bt.global_scale:F32:1:0000803f meta=fp8q.elem=e2m1
+bad "NVFP4 with K = 8" "K = 8 is not a multiple of 16" nvk.st --profile ocp
+raw nvshape.st a:U8:1x8:2222222222222222 a.scale:F8_E4M3:1x2:3838 a.global_scale:F32:1:0000803f \
+  bt:U8:1x8:2222222222222222 bt.scale:F8_E4M3:1x1:38 bt.global_scale:F32:1:0000803f meta=fp8q.elem=e2m1
+bad "NVFP4 scales of the wrong shape" "tensor 'a.scale' has shape \[1, 2\]; NVFP4 scales of A are \[M, ceil\(K/16\)\] = \[1, 1\]" nvshape.st --profile ocp
 raw ok.st $A23 b:F8_E5M2:3x1:3c3c3c
 bad "unknown profile" "--profile: 'tpu'" ok.st --profile tpu
 bad "unknown model" "--model: 'sequential'" ok.st --profile fp32 --model sequential

@@ -33,8 +33,9 @@ struct MatmulArgs {
   int threads = 1;
 };
 
-const std::set<std::string> kAccepted = {"a",  "a.scale_inv",  "a.scale",  "b", "b.scale_inv", "b.scale",
-                                         "bt", "bt.scale_inv", "bt.scale", "c", "bias"};
+const std::set<std::string> kAccepted = {"a",  "a.scale_inv",  "a.scale",  "a.global_scale",  "b",
+                                         "b.scale_inv", "b.scale", "b.global_scale", "bt", "bt.scale_inv",
+                                         "bt.scale", "bt.global_scale", "c", "bias"};
 
 std::string shape_str(const Shape& s) {
   std::string r = "[";
@@ -50,7 +51,8 @@ class Input {
   explicit Input(const std::string& path) : in_(path), where_(path + ": ") {
     for (const ck::TensorInfo& t : in_.tensors())
       if (!kAccepted.contains(t.name))
-        fail(t.name, "is not an operand of matmul (accepted: a, b or bt, their .scale_inv or .scale, c, bias)");
+        fail(t.name, "is not an operand of matmul (accepted: a, b or bt, their .scale_inv or .scale and "
+                     ".global_scale, c, bias)");
   }
   const ck::TensorInfo* find(const std::string& name) const { return in_.find(name); }
 
@@ -133,7 +135,14 @@ class Input {
     if (positive)
       for (std::size_t i = 0; i < v.size(); ++i)
         if (!std::isfinite(v[i]) || !(v[i] > 0.0f))
-          fail(name, "[" + std::to_string(i) + "] = " + std::to_string(v[i]) + " is not a finite positive scale_inv");
+          fail(name, "[" + std::to_string(i) + "] = " + std::to_string(v[i]) + " is not a finite positive scale");
+    return v;
+  }
+
+  std::vector<std::uint8_t> e4m3(const std::string& name) const {
+    const ck::TensorInfo& t = in_.at(name);
+    std::vector<std::uint8_t> v(t.numel());
+    std::memcpy(v.data(), in_.bytes(t).data(), v.size());
     return v;
   }
 
@@ -147,6 +156,14 @@ class Input {
   }
 
   const Shape& shape(const std::string& name) const { return in_.at(name).shape; }
+  ck::DType dtype(const std::string& name) const { return in_.at(name).dtype; }
+
+  // NVFP4's tensor scale S: F32 with one element, finite and > 0.
+  float global_scale(const std::string& name) const {
+    if (!find(name)) fail(name, "is missing: an NVFP4 operand (F8_E4M3 .scale) needs its tensor scale S, F32 [1]");
+    if (shape(name) != Shape{1}) fail(name, "has shape " + shape_str(shape(name)) + "; NVFP4's global scale is [1]");
+    return f32(name, true)[0];
+  }
 
  private:
   ck::Reader in_;
@@ -174,12 +191,13 @@ struct Operands {
   std::vector<std::uint8_t> a, b;  // A M x K, B K x N (bt transposed)
   Granularity ga = Granularity::tensor(), gb = Granularity::tensor();  // gemm.hpp: on A [M, K] and B [K, N]
   std::vector<float> inv_a, inv_b, c, bias;
-  std::vector<std::uint8_t> mx_a, mx_b;
+  std::vector<std::uint8_t> mx_a, mx_b;  // scale codes: E8M0 (MX) or E4M3FN (NVFP4)
+  float global_a = 1.0f, global_b = 1.0f;  // NVFP4's tensor scales
 
   GemmArgs args(CRole c_role) const {
     return {.m = m, .n = n, .k = k,
-            .a = {.format = fa, .codes = a, .granularity = ga, .scale_inv = inv_a, .scale_codes = mx_a},
-            .b = {.format = fb, .codes = b, .granularity = gb, .scale_inv = inv_b, .scale_codes = mx_b},
+            .a = {.format = fa, .codes = a, .granularity = ga, .scale_inv = inv_a, .scale_codes = mx_a, .global_scale = global_a},
+            .b = {.format = fb, .codes = b, .granularity = gb, .scale_inv = inv_b, .scale_codes = mx_b, .global_scale = global_b},
             .c = c, .bias = bias, .c_role = c_role};
   }
 };
@@ -217,13 +235,47 @@ Operands load(const Input& in) {
   for (const std::string& x : {std::string("a"), bn})
     if (in.find(x + ".scale") && in.find(x + ".scale_inv"))
       in.fail(x + ".scale", "and '" + x + ".scale_inv' are both given: an operand has MX scales or scale_inv, not both");
-  if (in.find("a.scale")) {
+  // NVFP4: F8_E4M3 scales per 16 along K (1 x 16 or 16 x 16 blocks of the stored matrix)
+  const bool nv_a = in.find("a.scale") && in.dtype("a.scale") == ck::DType::kF8_E4M3;
+  const bool nv_b = in.find(bn + ".scale") && in.dtype(bn + ".scale") == ck::DType::kF8_E4M3;
+  for (const std::string& x : {std::string("a"), bn})
+    if (in.find(x + ".global_scale") && !(x == "a" ? nv_a : nv_b))
+      in.fail(x + ".global_scale", "is given but '" + x + ".scale' is not NVFP4 scales (F8_E4M3)");
+  const std::size_t k16 = cdiv(K, 16);
+  if (nv_a) {
+    const Shape s = in.shape("a.scale");
+    if (s != Shape{M, k16} && s != Shape{cdiv(M, 16), k16})
+      in.fail("a.scale", "has shape " + shape_str(s) + "; NVFP4 scales of A are [M, ceil(K/16)] = " + shape_str({M, k16}) +
+                             " (1x16) or [ceil(M/16), ceil(K/16)] = " + shape_str({cdiv(M, 16), k16}) + " (16x16)");
+    op.ga = s == Shape{M, k16} ? Granularity::nvfp4() : Granularity::nvfp4_2d();
+    op.mx_a = in.e4m3("a.scale"), op.global_a = in.global_scale("a.global_scale");
+  }
+  if (nv_b) {
+    const std::string sn = bn + ".scale";
+    const Shape s = in.shape(sn);
+    const Shape col = has_b ? Shape{k16, N} : Shape{N, k16}, sq = has_b ? Shape{k16, cdiv(N, 16)} : Shape{cdiv(N, 16), k16};
+    if (s != col && s != sq)
+      in.fail(sn, "has shape " + shape_str(s) + "; NVFP4 scales of B along K are " + shape_str(col) + " (16 x 1 on B) or " +
+                      shape_str(sq) + " (16x16)");
+    op.gb = s == col ? Granularity::nvfp4_column() : Granularity::nvfp4_2d();
+    std::vector<std::uint8_t> v = in.e4m3(sn);
+    const std::size_t cols = s == col ? N : cdiv(N, 16);  // B's grid [k16, cols]
+    if (has_b) {
+      op.mx_b = std::move(v);
+    } else {
+      op.mx_b.resize(k16 * cols);
+      for (std::size_t n = 0; n < cols; ++n)
+        for (std::size_t j = 0; j < k16; ++j) op.mx_b[j * cols + n] = v[n * k16 + j];
+    }
+    op.global_b = in.global_scale(bn + ".global_scale");
+  }
+  if (in.find("a.scale") && !nv_a) {
     if (in.shape("a.scale") != Shape{M, kg})
       in.fail("a.scale", "has shape " + shape_str(in.shape("a.scale")) + "; MX scales of A (32 along K) are [M, ceil(K/32)] = " +
                              shape_str({M, kg}));
     op.mx_a = in.e8m0("a.scale"), op.ga = Granularity::mx();
   }
-  if (in.find(bn + ".scale")) {
+  if (in.find(bn + ".scale") && !nv_b) {
     const std::string sn = bn + ".scale";
     const Shape want = has_b ? Shape{kg, N} : Shape{N, kg};
     const Shape s = in.shape(sn);
