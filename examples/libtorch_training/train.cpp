@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -95,8 +96,7 @@ int step(const std::string& dir, const std::string& name) {
 int main(int argc, char** argv) {
   try {
     if (argc >= 2 && std::strcmp(argv[1], "recipes") == 0) {
-      for (const char* n : {"tensorwise", "delayed", "rowwise", "blockwise", "mxfp8_trn3", "mxfp8_rceil", "trn2_fp8"})
-        std::printf("%s\n", Recipe::named(n).to_json().c_str());
+      for (std::string_view n : fp8q::kRecipeNames) std::printf("%s\n", Recipe::named(n).to_json().c_str());
       return 0;
     }
     if (argc == 4 && std::strcmp(argv[1], "step") == 0) return step(argv[2], argv[3]);

@@ -18,7 +18,7 @@ from . import _library
 _library.load()
 
 from . import calib, formats, testing, trn  # noqa: E402
-from .conversion import amax, cast_transpose, convert, scale_from_amax  # noqa: E402
+from .conversion import amax, cast_transpose, convert, hadamard16, scale_from_amax  # noqa: E402
 from .matmul import linear, matmul  # noqa: E402
 from .quantized import QuantizedTensor, dequantize, from_codes, quantize  # noqa: E402
 
@@ -32,6 +32,7 @@ __all__ = [
     "dequantize",
     "formats",
     "from_codes",
+    "hadamard16",
     "linear",
     "matmul",
     "quantize",

@@ -85,6 +85,27 @@ def amax(x: torch.Tensor, granularity: str = "tensor") -> torch.Tensor:
     return torch.ops.fp8q.amax(_args.tensor(x, "x"), _args.text(granularity, "granularity"))
 
 
+def hadamard16(x: torch.Tensor, sign_mask: int = 0) -> torch.Tensor:
+    """The 16-point random Hadamard transform along x's last dimension (a multiple of 16).
+
+    Per block of 16: y_j = fp32((1/4) sum_i H_ji s_i x_i), H Sylvester's H_16, s_i = -1 where bit
+    i of ``sign_mask`` is set: the exact sum rounded once (docs/numerics.md section 5). The
+    transform is orthogonal, so applied to both operands of a product along the contraction it
+    leaves the product unchanged; NVFP4 training applies it to the weight gradient's operands.
+    x float32, bfloat16 or float16; the result float32.
+
+    Example:
+        >>> import torch, fp8q
+        >>> fp8q.hadamard16(torch.tensor([[4.0] + [0.0] * 15]))[0, :4].tolist()  # one spike spreads out
+        [1.0, 1.0, 1.0, 1.0]
+        >>> x = torch.randn(2, 32)
+        >>> y = fp8q.hadamard16(x, sign_mask=0x1234)
+        >>> torch.allclose(y @ y.t(), x @ x.t(), atol=1e-5)
+        True
+    """
+    return torch.ops.fp8q.hadamard16(_args.tensor(x, "x"), _args.integer(sign_mask, "sign_mask"))
+
+
 def scale_from_amax(
     amax: torch.Tensor,
     format: FormatLike,

@@ -13,18 +13,24 @@ import torch
 
 import fp8q
 from fp8q.training import RECIPES, Cast, Float8Linear, Recipe, convert_to_float8_training, recipe, strip_fp8_state
+from fp8q.training.linear import _HADAMARD_ID, _ROLE_ID, _mix
 
-M, K, N = 24, 256, 160
+M, K, N = 32, 256, 160  # M: the weight gradient's contraction, a multiple of NVFP4's 16
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().view(torch.int32 if t.dtype == torch.float32 else torch.int16)
 
 
-def q(t: torch.Tensor, c: Cast) -> fp8q.QuantizedTensor:
-    """The cast written with fp8q.quantize alone (current scaling)."""
+def q(t: torch.Tensor, c: Cast, role: str = "x", seed: int = 0) -> fp8q.QuantizedTensor:
+    """The cast written with fp8q.quantize alone (current scaling); a stochastic one keyed as the
+    layer keys its first step's cast of ``role`` (docs/training.md: splitmix64 of the recipe's
+    seed, layer 0, step 0 and the operand)."""
+    key = _mix(seed, 0, 0, _ROLE_ID[role]) if c.rounding == "sr" else 0
+    if c.hadamard:  # the layer's first step's signs, shared by dy_t and x_t
+        t = fp8q.hadamard16(t.contiguous(), _mix(seed, 0, 0, _HADAMARD_ID) & 0xFFFF)
     return fp8q.quantize(t.contiguous(), c.format, granularity=c.granularity, scale_op=c.scale_op,
-                         power_of_two=c.power_of_two, mx_rule=c.mx_rule)
+                         power_of_two=c.power_of_two, mx_rule=c.mx_rule, rounding=c.rounding, seed=key)
 
 
 def layer_and_grads(r: Recipe, dtype: torch.dtype):
@@ -48,8 +54,8 @@ def test_three_gemms_are_fp8q_linear_on_the_casts(name, dtype):
     w = layer.weight.detach()
     kw = dict(profile=r.profile, model=r.model)
     want_y = fp8q.linear(q(x.detach(), r.x), q(w, r.w), layer.bias.detach().float(), out_dtype=dtype, **kw)
-    want_dx = fp8q.linear(q(dy, r.dy), q(w.t(), r.w_t), out_dtype=dtype, **kw)
-    want_dw = fp8q.linear(q(dy.t(), r.dy_t), q(x.detach().t(), r.x_t), out_dtype=dtype, **kw)
+    want_dx = fp8q.linear(q(dy, r.dy, "dy"), q(w.t(), r.w_t, "w_t"), out_dtype=dtype, **kw)
+    want_dw = fp8q.linear(q(dy.t(), r.dy_t, "dy_t"), q(x.detach().t(), r.x_t, "x_t"), out_dtype=dtype, **kw)
     assert torch.equal(bits(y.detach()), bits(want_y))
     assert torch.equal(bits(x.grad), bits(want_dx))
     assert torch.equal(bits(layer.weight.grad), bits(want_dw))

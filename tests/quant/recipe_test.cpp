@@ -45,7 +45,47 @@ TEST(Recipe, NamedRecipesHoldTheDocumentedCasts) {
   EXPECT_EQ(Recipe::named("trn2_fp8").cast(Role::kW).format, FormatId::kE4M3);  // IEEE-style, max 240
   EXPECT_EQ(Recipe::named("trn2_fp8").profile, "trn2");
   EXPECT_EQ(error_of([] { Recipe::named("fp4"); }),
-            "no recipe named 'fp4' (one of: tensorwise, delayed, rowwise, blockwise, mxfp8_trn3, mxfp8_rceil, trn2_fp8)");
+            "no recipe named 'fp4' (one of: tensorwise, delayed, rowwise, blockwise, mxfp8_trn3, mxfp8_rceil, trn2_fp8, "
+            "mxfp4_trn3, nvfp4)");
+  const Recipe m4 = Recipe::named("mxfp4_trn3");
+  for (Role r : kRoles) {
+    EXPECT_EQ(m4.cast(r).format, FormatId::kE2M1);
+    EXPECT_EQ(m4.cast(r).granularity, Granularity::mx());
+    EXPECT_EQ(m4.cast(r).mx_rule, MxScaleRule::kTrainium3);
+    const bool gradient = r == Role::kDy || r == Role::kDyT;
+    EXPECT_EQ(m4.cast(r).rounding, gradient ? Rounding::kStochastic : Rounding::kNearestEven) << role_name(r);
+  }
+  EXPECT_EQ(m4.model, "trainium3_mx:1x32");
+  const Recipe nv = Recipe::named("nvfp4");
+  EXPECT_EQ(nv.profile, "ocp");
+  EXPECT_EQ(nv.cast(Role::kW).granularity, Granularity::nvfp4_2d());
+  EXPECT_EQ(nv.cast(Role::kWT).granularity, Granularity::nvfp4_2d());
+  for (Role r : {Role::kX, Role::kDy, Role::kDyT, Role::kXT}) EXPECT_EQ(nv.cast(r).granularity, Granularity::nvfp4());
+  EXPECT_EQ(nv.cast(Role::kDyT).rounding, Rounding::kStochastic);
+  EXPECT_EQ(nv.cast(Role::kXT).rounding, Rounding::kNearestEven);
+  EXPECT_TRUE(nv.cast(Role::kXT).hadamard && nv.cast(Role::kDyT).hadamard);
+  EXPECT_FALSE(nv.cast(Role::kX).hadamard || nv.cast(Role::kDy).hadamard || nv.cast(Role::kW).hadamard);
+  // W's 16x16 cast is its own transpose's; the 1 x 16 x_t is cast from x^T
+  const TrainingPlan plan = training_plan(nv);
+  EXPECT_EQ(plan.w_t.source, Source::kSameCast);
+  EXPECT_EQ(plan.x_t.source, Source::kCastOfTranspose);
+  EXPECT_EQ(plan.dy_t.source, Source::kCastOfTranspose);
+  Recipe bad = nv;
+  bad.cast(Role::kXT).hadamard = false;
+  EXPECT_EQ(error_of([&] { bad.validate(); }),
+            "recipe: dy_t and x_t are one GEMM's operands: the Hadamard transform cancels only on both (hadamard true "
+            "and false)");
+  bad = nv;
+  bad.cast(Role::kW).hadamard = true;
+  EXPECT_EQ(error_of([&] { bad.validate(); }),
+            "recipe: w: the Hadamard transform runs on NVFP4's 1 x 16 blocks, not granularity 'nvfp4_16x16'");
+  bad = nv;
+  bad.cast(Role::kX).format = FormatId::kE4M3FN;
+  EXPECT_EQ(error_of([&] { bad.validate(); }), "recipe: x: granularity 'nvfp4' quantizes to e2m1, not e4m3fn");
+  bad = nv;
+  bad.cast(Role::kW) = bad.cast(Role::kWT) = Recipe::named("mxfp4_trn3").cast(Role::kW);
+  EXPECT_NE(error_of([&] { bad.validate(); }).find("x is nvfp4 and w is mx: a GEMM takes"), std::string::npos)
+      << error_of([&] { bad.validate(); });
   const Recipe sr = t.with_stochastic_gradients();
   EXPECT_EQ(sr.cast(Role::kDy).rounding, Rounding::kStochastic);
   EXPECT_EQ(sr.cast(Role::kDyT).rounding, Rounding::kStochastic);
@@ -64,10 +104,10 @@ TEST(Recipe, JsonRoundTripsEveryNamedRecipe) {
     EXPECT_EQ(Recipe::from_json(r.to_json()), r) << name;
   }
   const std::string cast =
-      R"({"format":"e4m3fn","granularity":"tensor","mx_rule":"floor","power_of_two":false,"rounding":"rne",)"
+      R"({"format":"e4m3fn","granularity":"tensor","hadamard":false,"mx_rule":"floor","power_of_two":false,"rounding":"rne",)"
       R"("scale_op":"multiply","scaling":"current"})";
   const std::string grad =
-      R"({"format":"e5m2","granularity":"tensor","mx_rule":"floor","power_of_two":false,"rounding":"rne",)"
+      R"({"format":"e5m2","granularity":"tensor","hadamard":false,"mx_rule":"floor","power_of_two":false,"rounding":"rne",)"
       R"("scale_op":"multiply","scaling":"current"})";
   EXPECT_EQ(Recipe::named("tensorwise").to_json(),
             R"({"amax_compute":"max","dy":)" + grad + R"(,"dy_t":)" + grad +
@@ -100,7 +140,7 @@ TEST(Recipe, FromJsonNamesTheBadField) {
   EXPECT_EQ(error_of([&] { Recipe::from_json(with(R"("dy":{"format":"e5m2")", R"("dy":{"extra":0,"format":"e5m2")")); }),
             "recipe: dy: unknown field 'extra'");
   EXPECT_EQ(error_of([&] { Recipe::from_json(with(R"("granularity":"tensor")", R"("granularity":"col")")); }),
-            "recipe: dy: granularity 'col' is not one of tensor row block1x128 block128x128 mx");
+            "recipe: dy: granularity 'col' is not one of tensor row block1x128 block128x128 mx nvfp4 nvfp4_16x16");
   EXPECT_EQ(error_of([&] { Recipe::from_json(with(R"("rounding":"rne")", R"("rounding":"rtz")")); }),
             "recipe: dy: rounding 'rtz' is not rne or sr");
   EXPECT_EQ(error_of([&] { Recipe::from_json(with(R"("scaling":"current")", R"("scaling":"lazy")")); }),
@@ -118,7 +158,7 @@ TEST(Recipe, ValidateRefusesWhatNoGemmOrStateRuns) {
   r = Recipe::named("blockwise");
   r.cast(Role::kWT).granularity = Granularity::tensor();
   EXPECT_EQ(error_of([&] { r.validate(); }),
-            "recipe: dy is block1x128 and w_t is tensor: a GEMM takes 1x128 blocks with 128x128 blocks, MX with MX, "
+            "recipe: dy is block1x128 and w_t is tensor: a GEMM takes 1x128 blocks with 128x128 blocks, MX with MX, NVFP4 with NVFP4, "
             "and otherwise tensor or row scaling on either side");
   r = Recipe::named("tensorwise");
   r.cast(Role::kXT).granularity = Granularity::mx();

@@ -4,6 +4,7 @@
 
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/cast_transpose.hpp"
+#include "fp8q/numerics/hadamard.hpp"
 #include "fp8q/quant/amax.hpp"
 #include "fp8q/quant/granularity.hpp"
 #include "fp8q/quant/quantized_tensor.hpp"
@@ -102,6 +103,23 @@ at::Tensor amax(const at::Tensor& x_in, std::string_view granularity) {
     at::Tensor out = grid_tensor(lone ? 1 : grid.grid_rows(), lone ? 1 : grid.grid_cols(), x, at::kFloat);
     if (!compute(x) || grid.grid_size() == 0) return out;
     block_amax(bytes(x), from, grid, mutable_f32(out), threads());
+    return out;
+  });
+}
+
+at::Tensor hadamard16(const at::Tensor& x_in, std::int64_t sign_mask) {
+  return guarded("hadamard16", [&] {
+    const at::Tensor x = dense(x_in, "x");
+    TORCH_CHECK_TYPE(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf,
+                     "x has dtype ", x.scalar_type(), "; the transform takes float32, bfloat16 or float16");
+    TORCH_CHECK_VALUE(x.dim() >= 1 && x.size(-1) % 16 == 0, "x has shape ", shape_text(x.sizes()),
+                      ": its last dimension must be a multiple of 16 (blocks of 16 along it)");
+    TORCH_CHECK_VALUE(sign_mask >= 0 && sign_mask <= 0xFFFF, "sign_mask: ", sign_mask,
+                      " is not a 16-bit mask (0 to 65535)");
+    at::Tensor out = new_output(x.sizes().vec(), x.options().dtype(at::kFloat));
+    if (!compute(x)) return out;
+    const at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);  // exact widening
+    fp8q::hadamard16(f32(xf), mutable_f32(out), static_cast<std::uint16_t>(sign_mask), threads());
     return out;
   });
 }

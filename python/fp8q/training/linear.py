@@ -33,6 +33,7 @@ from ..quantized import QuantizedTensor, quantize
 from .recipes import RECIPES, ROLES, Cast, Recipe, recipe as named_recipe
 
 _ROLE_ID = {"x": 1, "w": 2, "dy": 3, "w_t": 4, "dy_t": 5, "x_t": 6}
+_HADAMARD_ID = 7  # keys the sign mask that dy_t and x_t share
 _MASK = (1 << 64) - 1
 
 
@@ -57,6 +58,10 @@ class _State:
     def seed(self, role: str) -> int:
         return _mix(self.layer.recipe.seed, self.layer.fp8_layer_id, self.step, _ROLE_ID[role])
 
+    def sign_mask(self) -> int:
+        """The Hadamard transform's 16 signs, one key per layer and step for both operands."""
+        return _mix(self.layer.recipe.seed, self.layer.fp8_layer_id, self.step, _HADAMARD_ID) & 0xFFFF
+
     def all_reduce_max(self, a: torch.Tensor) -> torch.Tensor:
         group = self.layer.process_group
         if dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1:
@@ -69,6 +74,8 @@ def _cast(t: torch.Tensor, c: Cast, role: str, state: _State, delayed: Optional[
     """t [R, C] quantized along C as ``c`` says. Per tensor, the amax is all-reduced (MAX) over
     the layer's process group; ``delayed`` names the state buffers ("x", "w", "dy") of a delayed cast."""
     seed = state.seed(role) if c.rounding == "sr" else 0
+    if c.hadamard:
+        t = torch.ops.fp8q.hadamard16(t, state.sign_mask())
     if c.granularity != "tensor":
         return quantize(t, c.format, granularity=c.granularity, scale_op=c.scale_op, power_of_two=c.power_of_two,
                         mx_rule=c.mx_rule, rounding=c.rounding, seed=seed)
@@ -94,9 +101,10 @@ def _i64(seed: int) -> int:
 
 
 def _transposed(q: QuantizedTensor) -> QuantizedTensor:
-    """t^T's cast from t's (data movement): the codes and the scale grid transposed."""
+    """t^T's cast from t's (data movement): the codes and the scale grid transposed (the plan
+    never asks it of packed e2m1 codes: their casts are of t^T itself)."""
     return QuantizedTensor(q.codes.t().contiguous(), q.scales.t().contiguous(), q.format,
-                           _granularity(q.granularity, True))
+                           _granularity(q.granularity, True), q.global_scale)
 
 
 class _Operand:
@@ -106,18 +114,19 @@ class _Operand:
     def __init__(self, b: Optional[QuantizedTensor] = None, bt: Optional[QuantizedTensor] = None):
         self.b, self.bt = b, bt
 
-    def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
         q = self.b if self.b is not None else self.bt
-        return q.codes, q.scales
+        return q.codes, q.scales, q.global_scale
 
     def meta(self) -> tuple[bool, str, str]:
         q = self.b if self.b is not None else self.bt
         return self.b is not None, q.format, q.granularity
 
     @staticmethod
-    def of(codes: torch.Tensor, scales: torch.Tensor, meta: tuple[bool, str, str]) -> "_Operand":
+    def of(codes: torch.Tensor, scales: torch.Tensor, global_scale: Optional[torch.Tensor],
+           meta: tuple[bool, str, str]) -> "_Operand":
         is_b, fmt, granularity = meta
-        q = QuantizedTensor(codes, scales, fmt, granularity)
+        q = QuantizedTensor(codes, scales, fmt, granularity, global_scale)
         return _Operand(b=q) if is_b else _Operand(bt=q)
 
     def gemm(self, a: QuantizedTensor, r: Recipe, out_dtype: torch.dtype) -> torch.Tensor:
@@ -192,15 +201,15 @@ class _Float8LinearFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
         layer, step, wb_meta, xb_meta, x_shape, x_dtype, w_dtype, has_bias = ctx.meta
-        w_codes, w_scales, x_codes, x_scales = ctx.saved_tensors
+        w_codes, w_scales, w_global, x_codes, x_scales, x_global = ctx.saved_tensors
         r = layer.recipe
         state = _State(layer, step)
         dy2 = dy.reshape(-1, dy.shape[-1]).contiguous()
         dyq = _cast(dy2, r.dy, "dy", state, _delayed(r.dy, "dy"))
-        dx = _Operand.of(w_codes, w_scales, wb_meta).gemm(dyq, r, _out_dtype(x_dtype))
+        dx = _Operand.of(w_codes, w_scales, w_global, wb_meta).gemm(dyq, r, _out_dtype(x_dtype))
         dytq = _a_operand(dy2, dyq, layer._plan["dy_t"], "dy_t", state)
         del dyq
-        dw = _Operand.of(x_codes, x_scales, xb_meta).gemm(dytq, r, _out_dtype(w_dtype))
+        dw = _Operand.of(x_codes, x_scales, x_global, xb_meta).gemm(dytq, r, _out_dtype(w_dtype))
         db = _bias_grad(dy2, w_dtype) if has_bias else None
         return dx.reshape(x_shape), dw, db, None, None
 
@@ -254,7 +263,9 @@ class Float8Linear(torch.nn.Linear):
 
     def _init_state(self, device: Optional[torch.device]) -> None:
         self._step = 0
-        self._stochastic = any(getattr(self.recipe, r).rounding == "sr" for r in ROLES)
+        # the step keys stochastic rounding and the Hadamard signs
+        self._stochastic = any(getattr(self.recipe, r).rounding == "sr" or getattr(self.recipe, r).hadamard
+                               for r in ROLES)
         self._plan = json.loads(torch.ops.fp8q.recipe_plan(self.recipe.to_json()))
         self.register_buffer("fp8_step", torch.zeros((), dtype=torch.int64, device=device))
         if self.recipe.delayed:

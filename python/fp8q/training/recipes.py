@@ -38,8 +38,10 @@ ROLES = ("x", "w", "dy", "w_t", "dy_t", "x_t")
 @dataclass(frozen=True)
 class Cast:
     """One operand's cast: element format, granularity along the GEMM's contraction axis
-    (tensor, row, block1x128, block128x128, mx), current or delayed scaling (per tensor only),
-    and the options of ``fp8q.quantize``. The library checks it (quant/recipes/recipe.hpp)."""
+    (tensor, row, block1x128, block128x128, mx, nvfp4, nvfp4_16x16), current or delayed scaling
+    (per tensor only), the options of ``fp8q.quantize``, and ``hadamard``: the 16-point random
+    Hadamard transform (``fp8q.hadamard16``) along the contraction before an NVFP4 1 x 16 cast,
+    on both operands of a GEMM or neither. The library checks it (quant/recipes/recipe.hpp)."""
 
     format: str
     granularity: str = "tensor"
@@ -48,6 +50,7 @@ class Cast:
     power_of_two: bool = False
     mx_rule: Literal["floor", "ceil", "even", "rceil", "trainium3"] = "floor"
     rounding: Literal["rne", "sr"] = "rne"
+    hadamard: bool = False
 
     def __post_init__(self) -> None:
         torch.ops.fp8q.cast_check(json.dumps(dataclasses.asdict(self)), "cast")

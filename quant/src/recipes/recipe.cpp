@@ -16,7 +16,8 @@ using Json = nlohmann::json;
 // Granularities a training cast takes, each on its operand [rows, contraction].
 bool cast_granularity(const Granularity& g) {
   return g == Granularity::tensor() || g == Granularity::row() || g == Granularity::block(1, 128) ||
-         g == Granularity::block(128, 128) || g == Granularity::mx();
+         g == Granularity::block(128, 128) || g == Granularity::mx() || g == Granularity::nvfp4() ||
+         g == Granularity::nvfp4_2d();
 }
 
 Cast make_cast(FormatId f, Granularity g = Granularity::tensor()) {
@@ -49,7 +50,8 @@ Json cast_json(const Cast& c) {
               {"scale_op", c.scale_op == ScaleOp::kDivide ? "divide" : "multiply"},
               {"power_of_two", c.power_of_two},
               {"mx_rule", mx_scale_rule_name(c.mx_rule)},
-              {"rounding", rounding_name(c.rounding)}};
+              {"rounding", rounding_name(c.rounding)},
+              {"hadamard", c.hadamard}};
 }
 
 template <class T>
@@ -78,7 +80,7 @@ auto named_field(const Json& j, const char* key, const std::string& where, Parse
 
 Cast cast_from_json(const Json& c, const std::string& where) {
   if (!c.is_object()) fail("field '" + where.substr(0, where.size() - 2) + "' is not an object");
-  only(c, {"format", "granularity", "scaling", "scale_op", "power_of_two", "mx_rule", "rounding"}, where);
+  only(c, {"format", "granularity", "scaling", "scale_op", "power_of_two", "mx_rule", "rounding", "hadamard"}, where);
   Cast out;
   out.format = named_field(c, "format", where, parse_format, "the format names (e4m3fn e5m2 e4m3 ...)");
   out.granularity = named_field(c, "granularity", where, parse_granularity, "tensor row block1x128 block128x128 mx");
@@ -95,14 +97,20 @@ Cast cast_from_json(const Json& c, const std::string& where) {
   out.power_of_two = field<bool>(c, "power_of_two", where);
   out.mx_rule = named_field(c, "mx_rule", where, parse_mx_scale_rule, "floor ceil even rceil trainium3");
   out.rounding = named_field(c, "rounding", where, parse_rounding, "rne sr");
+  out.hadamard = field<bool>(c, "hadamard", where);
   return out;
 }
 
 OperandPlan plan_of(const Cast& a, const Cast& b) {
-  if (a == b && (a.granularity == Granularity::tensor() || a.granularity == Granularity::block(128, 128)))
+  if (a == b && (a.granularity == Granularity::tensor() || a.granularity == Granularity::block(128, 128) ||
+                 a.granularity == Granularity::nvfp4_2d()))
     return {Source::kSameCast, a.granularity};
   const Granularity on_t = transposed(b.granularity);
-  if (b.rounding == Rounding::kStochastic || on_t == Granularity::mx_column()) return {};
+  // blocks along one axis (MX, NVFP4 1 x 16) are not quantize's to compute on t, nor is the
+  // Hadamard transform along t's columns: cast t^T
+  if (b.rounding == Rounding::kStochastic || b.hadamard || on_t == Granularity::mx_column() ||
+      on_t == Granularity::nvfp4_column())
+    return {};
   return {Source::kCastOfT, on_t};
 }
 
@@ -135,7 +143,14 @@ void Cast::validate(std::string_view where) const {
   if (f.bits() > 8 || !f.is_signed || !f.has_zero())
     fail(w + ": format " + std::string(format_of(format).name) + " is not an element format");
   if (!cast_granularity(granularity))
-    fail(w + ": granularity '" + granularity_name(granularity) + "' is not one of tensor row block1x128 block128x128 mx");
+    fail(w + ": granularity '" + granularity_name(granularity) +
+         "' is not one of tensor row block1x128 block128x128 mx nvfp4 nvfp4_16x16");
+  if (hadamard && granularity != Granularity::nvfp4())
+    fail(w + ": the Hadamard transform runs on NVFP4's 1 x 16 blocks, not granularity '" + granularity_name(granularity) +
+         "'");
+  if (granularity.kind == GranularityKind::kNvfp4 && format != FormatId::kE2M1)
+    fail(w + ": granularity '" + granularity_name(granularity) + "' quantizes to e2m1, not " +
+         std::string(format_of(format).name));
   if (scaling != Scaling::kCurrent && scaling != Scaling::kDelayed) fail(w + ": scaling is not current or delayed");
   if (scaling == Scaling::kDelayed && granularity != Granularity::tensor())
     fail(w + ": delayed scaling is per tensor; granularity '" + granularity_name(granularity) + "' is current only");
@@ -188,6 +203,25 @@ Recipe Recipe::named(std::string_view name) {
     r.profile = "ocp";
     return r;
   }
+  if (name == "mxfp4_trn3") {  // Trainium3's MXFP4: e2m1 MX everywhere, the gradients rounded stochastically
+    Cast f = make_cast(F::kE2M1, Granularity::mx());
+    f.mx_rule = MxScaleRule::kTrainium3;
+    Cast g = f;
+    g.rounding = Rounding::kStochastic;
+    Recipe r = with_roles("mxfp4_trn3", f, g);
+    r.model = "trainium3_mx:1x32";
+    return r;
+  }
+  if (name == "nvfp4") {  // Transformer Engine's NVFP4BlockScaling: 1x16 data, 16x16 weights, SR gradients
+    Cast d = make_cast(F::kE2M1, Granularity::nvfp4()), w = make_cast(F::kE2M1, Granularity::nvfp4_2d());
+    Cast g = d, xt = d;
+    g.rounding = Rounding::kStochastic;
+    xt.hadamard = true;  // the weight gradient's operands, dy^T and x^T, along the tokens
+    Recipe r = with_roles("nvfp4", d, g, &w, &w, &xt);
+    r.cast(Role::kDyT).hadamard = true;
+    r.profile = "ocp";
+    return r;
+  }
   if (name == "trn2_fp8") {  // Trainium2: IEEE-style e4m3 (range 240) forward, e5m2 gradients
     Recipe r = with_roles("trn2_fp8", make_cast(F::kE4M3), make_cast(F::kE5M2));
     r.profile = "trn2";
@@ -223,12 +257,17 @@ void Recipe::validate() const {
   const std::pair<Role, Role> gemms[] = {{Role::kX, Role::kW}, {Role::kDy, Role::kWT}, {Role::kDyT, Role::kXT}};
   for (const auto& [a, b] : gemms) {
     const Granularity &ga = cast(a).granularity, &gb = cast(b).granularity;
+    if (cast(a).hadamard != cast(b).hadamard)
+      fail(std::string(role_name(a)) + " and " + std::string(role_name(b)) +
+           " are one GEMM's operands: the Hadamard transform cancels only on both (hadamard " +
+           (cast(a).hadamard ? "true" : "false") + " and " + (cast(b).hadamard ? "true" : "false") + ")");
     if ((ga == Granularity::block(1, 128)) != (gb == Granularity::block(128, 128)) ||
-        (ga == Granularity::mx()) != (gb == Granularity::mx()))
+        (ga == Granularity::mx()) != (gb == Granularity::mx()) ||
+        (ga.kind == GranularityKind::kNvfp4) != (gb.kind == GranularityKind::kNvfp4))
       fail(std::string(role_name(a)) + " is " + granularity_name(ga) + " and " + std::string(role_name(b)) + " is " +
            granularity_name(gb) +
-           ": a GEMM takes 1x128 blocks with 128x128 blocks, MX with MX, and otherwise tensor or row scaling on "
-           "either side");
+           ": a GEMM takes 1x128 blocks with 128x128 blocks, MX with MX, NVFP4 with NVFP4, and otherwise tensor or "
+           "row scaling on either side");
   }
 }
 

@@ -19,6 +19,11 @@ using ::torch::autograd::variable_list;
 struct Quantized {
   at::Tensor codes, scales;
   std::string format, granularity;
+  at::Tensor global_scale{};  // NVFP4's S; undefined otherwise
+
+  std::optional<at::Tensor> global() const {
+    return global_scale.defined() ? std::optional<at::Tensor>(global_scale) : std::nullopt;
+  }
 };
 
 // splitmix64 over the words, as fp8q.training's _mix: the stochastic-rounding key of
@@ -42,6 +47,8 @@ struct Keys {
                ? static_cast<std::int64_t>(mix({seed, layer, step, static_cast<std::uint64_t>(r) + 1}))
                : 0;
   }
+  // The Hadamard transform's signs: one key (7) per layer and step, shared by dy_t and x_t.
+  std::int64_t sign_mask() const { return static_cast<std::int64_t>(mix({seed, layer, step, 7}) & 0xFFFF); }
 };
 
 // A delayed cast's state: the history and scale buffers it reads and updates.
@@ -53,9 +60,16 @@ std::string format_name(const Cast& c) { return std::string(format_of(c.format).
 const char* scale_op_name(const Cast& c) { return c.scale_op == ScaleOp::kDivide ? "divide" : "multiply"; }
 
 // t quantized with cast c, on granularity g (c's own, or the transposed one of a plan).
-Quantized cast(const at::Tensor& t, const Cast& c, const Granularity& g, std::int64_t seed, const Recipe& r,
-               const State* delayed) {
+Quantized cast(const at::Tensor& t_in, const Cast& c, const Granularity& g, std::int64_t seed, const Recipe& r,
+               const State* delayed, std::int64_t sign_mask = 0) {
   const std::string f = format_name(c);
+  const at::Tensor t = c.hadamard ? hadamard16(t_in, sign_mask) : t_in;
+  if (g.kind == GranularityKind::kNvfp4) {
+    auto [codes, scales, global] = quantize_nvfp4(t, f, granularity_name(g), scale_op_name(c), 0, 0.0, c.power_of_two,
+                                                  mx_scale_rule_name(c.mx_rule), rounding_name(c.rounding), "saturate",
+                                                  "error", seed, 0);
+    return {codes, scales, f, granularity_name(g), global};
+  }
   if (g != Granularity::tensor()) {
     auto [codes, scales] = quantize(t, f, granularity_name(g), scale_op_name(c), 0, 0.0, c.power_of_two,
                                     mx_scale_rule_name(c.mx_rule), rounding_name(c.rounding), "saturate", "error", seed, 0);
@@ -78,7 +92,15 @@ Quantized cast(const at::Tensor& t, const Cast& c, const Granularity& g, std::in
 // t^T's cast from t's (data movement): the codes and the scale grid transposed.
 Quantized transposed(const Quantized& q) {
   return {q.codes.t().contiguous(), q.scales.t().contiguous(), q.format,
-          granularity_name(transposed(granularity_named(q.granularity, "granularity")))};
+          granularity_name(transposed(granularity_named(q.granularity, "granularity"))), q.global_scale};
+}
+
+// Codes one a byte: packed e2m1 (float4_e2m1fn_x2, element 2i in the low nibble) unpacked, so
+// that a transpose moves whole codes (data movement only, as fp8q.formats.unpack_fp4).
+at::Tensor unpacked(const at::Tensor& codes) {
+  if (codes.scalar_type() != at::ScalarType::Float4_e2m1fn_x2) return codes;
+  const at::Tensor b = codes.view(at::kByte);
+  return at::stack({at::bitwise_and(b, 0xF), at::bitwise_right_shift(b, 4)}, -1).flatten(-2);
 }
 
 // A backward GEMM's B: [K, N] quantized along K, which matmul takes as it is (is_b), or B^T
@@ -93,14 +115,14 @@ at::Tensor linear(const Quantized& a, const Quantized& bt, const std::optional<a
                   at::ScalarType out_dtype) {
   const std::string bg = granularity_name(transposed(granularity_named(bt.granularity, "granularity")));
   const at::Tensor bscale = bt.scales.dim() == 2 ? bt.scales.t().contiguous() : bt.scales;
-  return matmul(a.codes, bt.codes.t().contiguous(), r.profile, a.format, bt.format, a.granularity, a.scales, bg,
-                bscale, std::nullopt, bias, r.model, out_dtype);
+  return matmul(a.codes, unpacked(bt.codes).t().contiguous(), r.profile, a.format, bt.format, a.granularity, a.scales,
+                bg, bscale, std::nullopt, bias, r.model, out_dtype, false, "epilogue", a.global(), bt.global());
 }
 
 at::Tensor gemm(const Quantized& a, const Operand& b, const Recipe& r, at::ScalarType out_dtype) {
   if (!b.is_b) return linear(a, b.q, std::nullopt, r, out_dtype);
   return matmul(a.codes, b.q.codes, r.profile, a.format, b.q.format, a.granularity, a.scales, b.q.granularity,
-                b.q.scales, std::nullopt, std::nullopt, r.model, out_dtype);
+                b.q.scales, std::nullopt, std::nullopt, r.model, out_dtype, false, "epilogue", a.global(), b.q.global());
 }
 
 // A backward operand from t (W, x or dy) as the plan says: t's forward-side cast qa itself, the
@@ -113,7 +135,7 @@ Operand b_operand(const at::Tensor& t, const Quantized& qa, const OperandPlan& p
     case Source::kCastOfT: return {cast(t, b, p.on_t, 0, r, nullptr), true};
     case Source::kCastOfTranspose: break;
   }
-  return {cast(t.t().contiguous(), b, b.granularity, k.of(b, rb), r, nullptr), false};
+  return {cast(t.t().contiguous(), b, b.granularity, k.of(b, rb), r, nullptr, k.sign_mask()), false};
 }
 
 Quantized a_operand(const at::Tensor& t, const Quantized& qa, const OperandPlan& p, Role rb, const Keys& k,
@@ -150,8 +172,10 @@ struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> 
     if (r.cast(Role::kDy).scaling == Scaling::kDelayed) sdy = state_of(*layer, "dy");
     const at::Tensor w = weight.contiguous();
     const Cast &cx = r.cast(Role::kX), &cw = r.cast(Role::kW);
-    const Quantized xq = cast(x2, cx, cx.granularity, keys.of(cx, Role::kX), r, sx ? &*sx : nullptr);
-    const Quantized wq = cast(w, cw, cw.granularity, keys.of(cw, Role::kW), r, sw ? &*sw : nullptr);
+    const Quantized xq = cast(x2, cx, cx.granularity, keys.of(cx, Role::kX), r, sx ? &*sx : nullptr,
+                                keys.sign_mask());
+    const Quantized wq = cast(w, cw, cw.granularity, keys.of(cw, Role::kW), r, sw ? &*sw : nullptr,
+                                keys.sign_mask());
     std::optional<at::Tensor> b;
     if (bias.defined()) b = bias.to(at::kFloat);
     const at::Tensor y = linear(xq, wq, b, r, out_dtype_of(x, "the input"));
@@ -159,7 +183,7 @@ struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> 
     const TrainingPlan plan = training_plan(r);
     const Operand wb = b_operand(w, wq, plan.w_t, Role::kWT, keys, r);
     const Operand xb = b_operand(x2, xq, plan.x_t, Role::kXT, keys, r);
-    ctx->save_for_backward({wb.q.codes, wb.q.scales, xb.q.codes, xb.q.scales});
+    ctx->save_for_backward({wb.q.codes, wb.q.scales, wb.q.global_scale, xb.q.codes, xb.q.scales, xb.q.global_scale});
     ctx->saved_data["recipe"] = c10::IValue::make_capsule(c10::make_intrusive<RecipeHolder>(r));
     ctx->saved_data["formats"] =
         std::vector<std::string>{wb.q.format, wb.q.granularity, xb.q.format, xb.q.granularity};
@@ -184,7 +208,8 @@ struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> 
     const auto saved = ctx->get_saved_variables();
     const auto f = ctx->saved_data["formats"].to<std::vector<std::string>>();
     const auto is_b = ctx->saved_data["is_b"].toBoolList();
-    const Operand wb{{saved[0], saved[1], f[0], f[1]}, is_b[0]}, xb{{saved[2], saved[3], f[2], f[3]}, is_b[1]};
+    const Operand wb{{saved[0], saved[1], f[0], f[1], saved[2]}, is_b[0]},
+        xb{{saved[3], saved[4], f[2], f[3], saved[5]}, is_b[1]};
     const auto k = ctx->saved_data["keys"].toIntVector();
     const Keys keys{static_cast<std::uint64_t>(k[0]), static_cast<std::uint64_t>(k[1]), static_cast<std::uint64_t>(k[2])};
     std::optional<State> sdy;
@@ -192,7 +217,8 @@ struct Float8LinearFunction : ::torch::autograd::Function<Float8LinearFunction> 
       sdy = State{ctx->saved_data["history_dy"].toTensor(), ctx->saved_data["scale_dy"].toTensor()};
     const at::Tensor dy2 = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();
     const Cast& cdy = r.cast(Role::kDy);
-    const Quantized dyq = cast(dy2, cdy, cdy.granularity, keys.of(cdy, Role::kDy), r, sdy ? &*sdy : nullptr);
+    const Quantized dyq = cast(dy2, cdy, cdy.granularity, keys.of(cdy, Role::kDy), r, sdy ? &*sdy : nullptr,
+                                 keys.sign_mask());
     const auto x_dtype = ctx->saved_data["x_dtype"].toScalarType();
     const auto w_dtype = ctx->saved_data["w_dtype"].toScalarType();
     const at::Tensor dx = gemm(dyq, wb, r, x_dtype).reshape(ctx->saved_data["x_shape"].toIntVector());

@@ -51,6 +51,11 @@ void convert_into(const at::Tensor& x, std::string_view to, std::string_view fro
 // holds a NaN. x: float32, bfloat16 or float16.
 at::Tensor amax(const at::Tensor& x, std::string_view granularity = "tensor");
 
+// The 16-point random Hadamard transform along the last dimension (a multiple of 16), per block
+// of 16: y_j = fp32((1/4) sum_i H_ji s_i x_i), s_i = -1 where bit i of sign_mask is set
+// (numerics/hadamard.hpp). x float32, bfloat16 or float16; the result float32, x's shape.
+at::Tensor hadamard16(const at::Tensor& x, std::int64_t sign_mask = 0);
+
 // The per-tensor scale rule of an amax tensor, elementwise (quant/scale_rules.hpp):
 // scale_op multiply gives scale = fp32(max / amax) (what q = x * scale uses), divide gives
 // scale_inv = fp32(amax / max) (q = x / scale_inv). margin, amax_epsilon, power_of_two as there.

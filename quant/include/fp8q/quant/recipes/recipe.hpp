@@ -39,12 +39,16 @@ enum class Scaling : std::uint8_t { kCurrent, kDelayed };
 // or kStochastic (keyed per layer, step and role: docs/training.md).
 struct Cast {
   FormatId format = FormatId::kE4M3FN;
-  Granularity granularity = Granularity::tensor();  // tensor row block1x128 block128x128 mx
+  Granularity granularity = Granularity::tensor();  // tensor row block1x128 block128x128 mx nvfp4 nvfp4_16x16
   Scaling scaling = Scaling::kCurrent;
   ScaleOp scale_op = ScaleOp::kMultiply;
   bool power_of_two = false;
   MxScaleRule mx_rule = MxScaleRule::kFloor;
   Rounding rounding = Rounding::kNearestEven;
+  // The 16-point random Hadamard transform (numerics/hadamard.hpp) along the contraction before
+  // the cast (NVFP4 1 x 16 only; both operands of a GEMM or neither), its sign mask keyed per
+  // layer and step (docs/training.md).
+  bool hadamard = false;
 
   // std::invalid_argument "recipe: <where>: ..." naming the field.
   void validate(std::string_view where) const;
@@ -69,30 +73,31 @@ struct Recipe {
   bool delayed() const;     // any cast delayed: the layer keeps amax histories
   bool stochastic() const;  // any cast rounds stochastically: the step keys it
   // The named recipes (docs/training.md): tensorwise delayed rowwise blockwise mxfp8_trn3
-  // mxfp8_rceil trn2_fp8; std::invalid_argument for any other name.
+  // mxfp8_rceil trn2_fp8 mxfp4_trn3 nvfp4; std::invalid_argument for any other name.
   static Recipe named(std::string_view name);
   // The same with the gradient casts (dy, dy_t) rounded stochastically.
   Recipe with_stochastic_gradients() const;
   // Every cast valid, delayed casts shared only by equal roles (x / x_t, w / w_t, dy / dy_t share
   // one state), and each GEMM's pair of granularities one the GEMM takes (1x128 with 128x128,
-  // MX with MX, tensor or row on either side otherwise); std::invalid_argument naming the field.
+  // MX with MX, NVFP4 with NVFP4, tensor or row on either side otherwise); std::invalid_argument
+  // naming the field.
   void validate() const;
   // {"name", "profile", "model" (null when empty), "history_length", "amax_compute", "margin",
   // "seed", and per role {"format", "granularity", "scaling", "scale_op", "power_of_two",
-  // "mx_rule", "rounding"}}, keys sorted. from_json refuses unknown, missing or mistyped fields
+  // "mx_rule", "rounding", "hadamard"}}, keys sorted. from_json refuses unknown, missing or mistyped fields
   // and invalid recipes, naming the field.
   std::string to_json() const;
   static Recipe from_json(std::string_view json);
   bool operator==(const Recipe&) const = default;
 };
 
-inline constexpr std::string_view kRecipeNames[] = {"tensorwise", "delayed",     "rowwise", "blockwise",
-                                                    "mxfp8_trn3", "mxfp8_rceil", "trn2_fp8"};
+inline constexpr std::string_view kRecipeNames[] = {"tensorwise",  "delayed",  "rowwise",    "blockwise", "mxfp8_trn3",
+                                                    "mxfp8_rceil", "trn2_fp8", "mxfp4_trn3", "nvfp4"};
 
 // The operand plan: where each backward operand's cast comes from, given t (W, x or dy) and the
 // forward-side cast of it (w, x, dy).
 enum class Source : std::uint8_t {
-  kSameCast,         // the forward-side cast itself (equal per-tensor or 128x128 casts)
+  kSameCast,         // the forward-side cast itself (equal per-tensor, 128x128 or NVFP4 16x16 casts)
   kCastOfT,          // the role's cast computed on t with the transposed granularity: the same
                      // bits as casting t^T (each block's amax is over the same elements)
   kCastOfTranspose,  // t^T materialised and cast (MX blocks run along rows; SR draws by position)
