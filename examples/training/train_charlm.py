@@ -124,7 +124,7 @@ def train(run: str, train_batches, eval_batches, eval_every: int) -> dict:
 
 
 RUNS = ["bf16", "torchao tensorwise (emulate)", "tensorwise", "delayed", "rowwise", "blockwise", "mxfp8_trn3",
-        "mxfp8_trn3 (floor rule)", "mxfp8_rceil", "trn2_fp8"]
+        "mxfp8_trn3 (floor rule)", "mxfp8_rceil", "trn2_fp8", "mxfp4_trn3", "nvfp4"]
 
 
 def main() -> None:
@@ -168,7 +168,7 @@ def main() -> None:
         ax.plot(s, v, label=run, linewidth=2.2 if run == "bf16" else 1.2, linestyle="-" if run == "bf16" else "--")
     ax.set_xlabel("step")
     ax.set_ylabel("evaluation loss (nats / character)")
-    ax.set_title("Character LM on Python's standard library: bf16 and fp8q's FP8 / MXFP8 recipes")
+    ax.set_title("Character LM on Python's standard library: bf16 and fp8q's FP8, MX and FP4 recipes")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -28,6 +28,7 @@ struct Case {
   std::string layout;
   std::optional<Granularity> granularity;
   std::optional<trn3::KLayout> pack;
+  std::optional<FormatId> element{};  // trn3-mx: e2m1 for MXFP4
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& i) { return i.param.name; }
@@ -100,10 +101,12 @@ class LayoutTest : public ::testing::TestWithParam<Case> {
     o.layout = GetParam().layout;
     o.layout_options.granularity = GetParam().granularity;
     o.layout_options.pack = GetParam().pack;
+    o.layout_options.element = GetParam().element;
     o.layout_options.threads = threads;
     return o;
   }
   bool mx() const { return GetParam().layout == "ct-mxfp8" || GetParam().layout == "trn3-mx"; }
+  bool fp4() const { return GetParam().element == FormatId::kE2M1; }  // trn3-mx's MXFP4: two codes a byte
   bool blocks() const {
     return GetParam().layout == "hf-fp8" || GetParam().granularity == Granularity::block(128, 128);
   }
@@ -157,7 +160,7 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     ASSERT_NE(s, nullptr);
     expected_names.insert(t.name);
     expected_names.insert(module + scale_suffix);
-    EXPECT_EQ(q->info->dtype, DType::kF8_E4M3);
+    EXPECT_EQ(q->info->dtype, fp4() ? DType::kU8 : DType::kF8_E4M3);
     // ---- shapes and dtypes of the definition ----
     std::vector<std::uint64_t> want_scale;
     DType want_scale_dtype = DType::kF32;
@@ -165,10 +168,12 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     if (mx()) {
       want_scale_dtype = DType::kU8;
       if (c.pack) {
-        EXPECT_EQ(q->info->shape, (std::vector<std::uint64_t>{128, tiles, rows, 4}));
+        const std::uint64_t x4 = fp4() ? 2 : 4;
+        EXPECT_EQ(q->info->shape, (std::vector<std::uint64_t>{128, tiles, rows, x4}));
         want_scale = {128, tiles, rows};
       } else {
-        EXPECT_EQ(q->info->shape, t.shape);
+        const std::vector<std::uint64_t> halved{rows, cols / 2};
+        EXPECT_EQ(q->info->shape, fp4() ? halved : t.shape);
         want_scale = {rows, (cols + 31) / 32};
       }
     } else {
@@ -184,7 +189,7 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     EXPECT_EQ(s->info->dtype, want_scale_dtype);
 
     // ---- dequantize from the raw bytes and bound the error; recompute the scale rule ----
-    const Format& elem = c.layout == "trn2" ? kE4M3 : kE4M3FN;
+    const Format& elem = c.layout == "trn2" ? kE4M3 : fp4() ? kE2M1 : kE4M3FN;
     const auto codes = out.bytes(*q);
     std::map<std::size_t, float> amax;  // per scale index
     std::map<std::size_t, std::size_t> scale_index;
@@ -206,8 +211,13 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
         }
         const float x = value(t, r * cols + k);
         const float sc = stored_scale(out, module + scale_suffix, si);
-        const float xh = decode_f32(std::to_integer<unsigned>(codes[code_at]), elem) * sc;
-        const double bound = std::ldexp(std::fabs(x), -4) + std::ldexp(sc, -10) + 1e-6 * std::fabs(x);
+        // fp4: code i is nibble i % 2 of byte i / 2 (x4 containers are 2 bytes, little-endian)
+        const unsigned byte = std::to_integer<unsigned>(codes[fp4() ? code_at / 2 : code_at]);
+        const unsigned code = fp4() ? (code_at % 2 == 0 ? byte & 0xF : byte >> 4) : byte;
+        const float xh = decode_f32(code, elem) * sc;
+        // half an ulp of the element format, relative, and half its smallest subnormal
+        const double bound = fp4() ? std::ldexp(std::fabs(x), -2) + std::ldexp(sc, -2) + 1e-6 * std::fabs(x)
+                                   : std::ldexp(std::fabs(x), -4) + std::ldexp(sc, -10) + 1e-6 * std::fabs(x);
         ASSERT_LE(std::fabs(static_cast<double>(x) - xh), bound) << "row " << r << " col " << k;
         amax[si] = std::max(amax[si], std::fabs(x));
       }
@@ -231,7 +241,8 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
         if (a / std::ldexp(1.0, k) >= 1.75) ++k;
         EXPECT_EQ(sc, std::ldexp(1.0f, k - 8)) << "group " << si;
       } else {
-        EXPECT_EQ(sc, std::ldexp(1.0f, floor_log2(a) - 7)) << "group " << si;  // trainium3 rule
+        // trainium3 rule: floor(log2 amax) - (emax - 1), emax 8 (e4m3fn) or 2 (e2m1)
+        EXPECT_EQ(sc, std::ldexp(1.0f, floor_log2(a) - (fp4() ? 1 : 7))) << "group " << si;
       }
     }
   }
@@ -246,7 +257,7 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
       EXPECT_EQ(r.reason, "out_features 300 and in_features 160 are not multiples of 128 (the loaders misread a partial "
                           "128x128 block)");
     if (r.quantized) {
-      EXPECT_GT(r.stats.sqnr_db(), 25.0) << r.name;
+      EXPECT_GT(r.stats.sqnr_db(), fp4() ? 12.0 : 25.0) << r.name;
       EXPECT_EQ(r.stats.saturated, 0u) << r.name;
     }
   }
@@ -303,7 +314,7 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
   } else {
     EXPECT_EQ(qc["quant_method"], "fp8q");
     EXPECT_EQ(qc["layout"], c.layout);
-    EXPECT_EQ(qc["fmt"], c.layout == "trn2" ? "e4m3" : "e4m3fn");
+    EXPECT_EQ(qc["fmt"], c.layout == "trn2" ? "e4m3" : fp4() ? "e2m1" : "e4m3fn");
     if (c.layout == "trn2") EXPECT_EQ(qc["fp8_max"], 240);
     if (c.layout == "trn3-mx") EXPECT_EQ(qc["packing"], c.pack ? std::string(trn3::k_layout_name(*c.pack)) : "none");
     if (c.layout == "trn3-mx" && c.pack) {
@@ -312,6 +323,7 @@ TEST_P(LayoutTest, MatchesItsDefinitionAndDequantizes) {
     }
   }
   EXPECT_EQ(out.shards().front().metadata().at("fp8q.layout"), c.layout);
+  if (c.layout == "trn3-mx") EXPECT_EQ(out.shards().front().metadata().at("fp8q.weight_format"), fp4() ? "e2m1" : "e4m3fn");
 }
 
 // tie_word_embeddings: no lm_head.weight is stored, but the loader still builds lm_head as a
@@ -378,7 +390,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"trn2_block", "trn2", Granularity::block(128, 128), std::nullopt},
                       Case{"trn3_mx", "trn3-mx", std::nullopt, std::nullopt},
                       Case{"trn3_mx_wrapX", "trn3-mx", std::nullopt, trn3::KLayout::kWrapX},
-                      Case{"trn3_mx_1x32", "trn3-mx", std::nullopt, trn3::KLayout::k1x32}),
+                      Case{"trn3_mx_1x32", "trn3-mx", std::nullopt, trn3::KLayout::k1x32},
+                      Case{"trn3_mxfp4", "trn3-mx", std::nullopt, std::nullopt, FormatId::kE2M1},
+                      Case{"trn3_mxfp4_wrapX", "trn3-mx", std::nullopt, trn3::KLayout::kWrapX, FormatId::kE2M1},
+                      Case{"trn3_mxfp4_1x32", "trn3-mx", std::nullopt, trn3::KLayout::k1x32, FormatId::kE2M1}),
     case_name);
 
 // The packed FP4 layouts quantize these weights of testing::small_model(): down_proj [160, 300]

@@ -16,6 +16,7 @@ import fp8q
 _SCALES = {"hf-fp8": ("_scale_inv", "block128x128", None), "ct-fp8 tensor": ("_scale", "tensor", None),
            "ct-fp8 channel": ("_scale", "row", None), "ct-fp8 block": ("_scale", "block128x128", None),
            "ct-mxfp8": ("_scale", "mx", None), "trn3-mx": ("_scale", "mx", None),
+           "trn3-mxfp4": ("_scale", "mx", "e2m1"),
            "trn2 tensor": ("_scale", "tensor", "e4m3"), "trn2 channel": ("_scale", "row", "e4m3"),
            "trn2 block": ("_scale", "block128x128", "e4m3")}
 
@@ -84,7 +85,8 @@ def fp8q_dequantized(q: dict[str, torch.Tensor], name: str, layout: str, dtype: 
         scale = scale.view(torch.float8_e8m0fnu)
     else:
         scale = scale.float().reshape(1, 1) if gran == "tensor" else scale.float()
-    codes = q[name] if fmt is None else q[name].view(torch.uint8)  # trn2: Trainium2's e4m3 codes
+    # trn2: Trainium2's e4m3 codes; trn3-mx MXFP4: e2m1 codes two a byte
+    codes = q[name] if fmt is None else q[name].view(torch.float4_e2m1fn_x2 if fmt == "e2m1" else torch.uint8)
     return fp8q.from_codes(codes, scale.contiguous(), gran, fmt).dequantize(dtype)
 
 

@@ -8,7 +8,8 @@ their consumers' definitions rather than from fp8q's code:
   `floor(dim / block)` scales with `weight.to(float32) * scale` per block; dequantize.py).
 - trn3-mx, fp8q's own layout, from its definition in docs/checkpoints.md: E8M0 scales of 32
   codes along the input axis, or the nc_matmul_mx operand image ([128, T, out, 4] codes,
-  [128, T, out] scales) for --pack wrapX / 1x32.
+  [128, T, out] scales) for --pack wrapX / 1x32; MXFP4 (--elem e2m1) with the codes two a byte
+  (ml_dtypes decodes them).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 
 
@@ -70,9 +72,23 @@ def _scale_partition(g: int) -> int:
     return (g // 4) * 32 + g % 4  # 4 groups per 32-partition quadrant, in its first 4 partitions
 
 
+def _nibbles(b: torch.Tensor) -> torch.Tensor:
+    """uint8 bytes -> their two 4-bit codes, low nibble first, along a new last axis."""
+    return torch.stack((b & 0xF, b >> 4), dim=-1)
+
+
+def _e2m1_values(codes: torch.Tensor) -> torch.Tensor:
+    """e2m1 codes (uint8, one a byte) -> float32 values, decoded by ml_dtypes' float4_e2m1fn."""
+    import ml_dtypes
+
+    return torch.from_numpy(codes.numpy().astype(np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32))
+
+
 def trn3_mx_weights(state: dict[str, torch.Tensor], config: dict) -> dict[str, torch.Tensor]:
-    """Every trn3-mx weight dequantized in fp32 (module -> W [out, in]): code * 2^(e - 127)."""
-    packing = config["packing"]
+    """Every trn3-mx weight dequantized in fp32 (module -> W [out, in]): value * 2^(e - 127).
+    MXFP8 codes are float8_e4m3fn; MXFP4 (``fmt`` e2m1) codes are packed two a byte, element 2i
+    in the low nibble (unpacked) or code c in nibble c of the 16-bit x4 container (packed)."""
+    packing, fp4 = config["packing"], config["fmt"] == "e2m1"
     out = {}
     for name, s in state.items():
         if not name.endswith(".weight_scale"):
@@ -80,7 +96,12 @@ def trn3_mx_weights(state: dict[str, torch.Tensor], config: dict) -> dict[str, t
         module = name[: -len(".weight_scale")]
         q = state[module + ".weight"]
         if packing == "none":
-            rows, cols = q.shape
+            if fp4:
+                codes = _nibbles(q).flatten(-2)  # [out, in]
+                values = _e2m1_values(codes)
+            else:
+                values = q.to(torch.float32)
+            rows, cols = values.shape
             e = s.to(torch.int32)[:, torch.arange(cols) // 32]
         else:
             _, tiles, rows, _ = q.shape
@@ -88,12 +109,13 @@ def trn3_mx_weights(state: dict[str, torch.Tensor], config: dict) -> dict[str, t
             k = torch.arange(cols)
             t, r = k // 512, k % 512
             p, slot = (r % 128, r // 128) if packing == "wrapX" else (r // 4, r % 4)
-            codes = q.view(torch.uint8)[p, t, :, slot]  # [in, out]
+            image = _nibbles(q).flatten(-2) if fp4 else q.view(torch.uint8)  # [128, T, out, 4] codes
+            codes = image[p, t, :, slot].T.contiguous()  # [out, in]
+            values = _e2m1_values(codes) if fp4 else codes.view(torch.float8_e4m3fn).to(torch.float32)
             sp = torch.tensor([_scale_partition(int(g)) for g in (p // 8)])
             e = s[sp, t, :].to(torch.int32).T  # [out, in]
-            q = codes.T.contiguous().view(torch.float8_e4m3fn)
         assert (e != 255).all(), f"{module}: a NaN scale"
         # E8M0: 2^(e - 127); code 0 is 2^-127 (a subnormal fp32, exact)
         scale = torch.ldexp(torch.ones(e.shape, dtype=torch.float32), (e - 127).to(torch.float32))
-        out[module] = q.to(torch.float32) * scale
+        out[module] = values * scale
     return out

@@ -41,6 +41,9 @@ READER_LAYOUTS = {
     "trn3-mx": ["--layout", "trn3-mx"],
     "trn3-mx 1x32": ["--layout", "trn3-mx", "--pack", "1x32"],
     "trn3-mx wrapX": ["--layout", "trn3-mx", "--pack", "wrapX"],
+    "trn3-mxfp4": ["--layout", "trn3-mx", "--elem", "e2m1"],
+    "trn3-mxfp4 1x32": ["--layout", "trn3-mx", "--elem", "e2m1", "--pack", "1x32"],
+    "trn3-mxfp4 wrapX": ["--layout", "trn3-mx", "--elem", "e2m1", "--pack", "wrapX"],
 }
 LAYOUTS = {**TRANSFORMERS_LAYOUTS, **READER_LAYOUTS}
 
@@ -148,13 +151,14 @@ def test_reference_readers_load_what_fp8q_wrote(tmp_path, cli, loader_models, mo
     else:
         weights = trn3_mx_weights(q, config)
         unpacked = tensors(out) if config["packing"] == "none" else None
+        plain = "trn3-mxfp4" if layout.startswith("trn3-mxfp4") else "trn3-mx"
         if config["packing"] == "1x32":  # the same MX groups as the unpacked layout: the same bits
-            quantize(cli, src, tmp_path / "plain", "trn3-mx")
+            quantize(cli, src, tmp_path / "plain", plain)
             unpacked = tensors(tmp_path / "plain")
         with torch.no_grad():
             for module, w in weights.items():
                 if unpacked is not None:
-                    ours = fp8q_dequantized(unpacked, module + ".weight", "trn3-mx", torch.float32)
+                    ours = fp8q_dequantized(unpacked, module + ".weight", plain, torch.float32)
                     assert torch.equal(w.view(torch.int32), ours.view(torch.int32)), module
                 loaded.get_parameter(module + ".weight").copy_(w.to(DTYPE))
         layers = weights

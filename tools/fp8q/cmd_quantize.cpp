@@ -17,6 +17,7 @@
 #include <string>
 
 #include "fp8q/checkpoint/pipeline.hpp"
+#include "args.hpp"
 #include "verbs.hpp"
 
 namespace fp8q::cli {
@@ -153,7 +154,7 @@ class ProgressPrinter {
 
 // ---- quantize ----
 struct QuantizeArgs {
-  std::string in, out, layout, granularity, strategy, pack, calib_data, calib_method;
+  std::string in, out, layout, granularity, strategy, pack, elem, calib_data, calib_method;
   std::vector<std::string> ignore;
   int threads = 1;
   std::uint64_t max_shard = 5'000'000'000;
@@ -175,6 +176,10 @@ void run_quantize(const QuantizeArgs& a) {
   if (!a.pack.empty() && a.pack != "none") {
     o.layout_options.pack = trn3::parse_k_layout(a.pack);
     if (!o.layout_options.pack) throw UsageError("--pack: '" + a.pack + "' is not one of none wrapX 1x32");
+  }
+  if (!a.elem.empty()) {
+    o.layout_options.element = element_format(a.elem);
+    if (!o.layout_options.element) throw UsageError("--elem: '" + a.elem + "' is not an element format (trn3-mx: e4m3fn e2m1)");
   }
   o.layout_options.threads = a.threads;
   o.ignore = a.ignore;
@@ -277,6 +282,7 @@ void add_quantize(CLI::App& app) {
   qc->add_option("--strategy", q->strategy, "Alias of --granularity in compressed-tensors' words: tensor channel block")
       ->excludes(g);
   qc->add_option("--pack", q->pack, "trn3-mx: pre-pack for nc_matmul_mx: none wrapX 1x32 (default none)");
+  qc->add_option("--elem", q->elem, "trn3-mx: element format, e4m3fn (MXFP8, default) or e2m1 (MXFP4)");
   qc->add_option("--ignore", q->ignore, "Also keep tensors whose name matches this regex (repeatable)");
   qc->add_option("--calib-data", q->calib_data, "ct-fp8 static input scales: safetensors with <module>.input samples");
   qc->add_option("--calib-method", q->calib_method, "max percentile mse entropy (default max)");

@@ -1,4 +1,5 @@
-// trn3-mx: MXFP8 for Trainium3 (nc_matmul_mx), with NKI quantize_mx's scale rule.
+// trn3-mx: MXFP8 (or, with --elem e2m1, MXFP4) for Trainium3 (nc_matmul_mx), with NKI
+// quantize_mx's scale rule.
 //
 // What AWS documents is in quant/trainium3_layout.hpp (x4 packing, K on the 128 partitions,
 // 4 codes per partition, one E8M0 scale per 8 partitions x 4 codes, scale placement) and
@@ -16,13 +17,20 @@
 //                            scale_partition(g) (4 per 32-partition quadrant), others 0x00
 //   MX groups are the hardware's (8 partitions x 4 slots), which for wrapX are not 32
 //   consecutive K: each group is quantized over exactly the K indices it covers.
-// config.json: {"quant_method": "fp8q", "layout": "trn3-mx", "fmt": "e4m3fn",
+// MXFP4 (--elem e2m1; rule trainium3: e = floor(log2(amax)) - 1, a block's max in [2, 4)):
+//   unpacked: <module>.weight U8 [out, in / 2], e2m1 codes two a byte (element 2i in bits 0-3,
+//   as compressed-tensors packs them; in must be even); packed: <module>.weight U8
+//   [128, T, out, 2], the float4_e2m1fn_x4 memory image (code c in bits 4c .. 4c + 3 of a
+//   little-endian 16-bit container); the scales as for MXFP8. The shard metadata
+//   "fp8q.weight_format" = "e2m1" tells a reader which.
+// config.json: {"quant_method": "fp8q", "layout": "trn3-mx", "fmt": "e4m3fn" (or "e2m1"),
 // "scale_fmt": "e8m0", "group_size": 32, "scale_rule": "trainium3", "packing": ...}, and for a
 // packed layout "in_features": {module: K} (the image pads K to whole 512-element tiles).
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "fp8q/quant/quantized_tensor.hpp"
 #include "fp8q/quant/scale_rules.hpp"
 #include "layouts/common.hpp"
 #include "layouts/registry.hpp"
@@ -33,23 +41,42 @@ namespace {
 using OJson = nlohmann::ordered_json;
 namespace t3 = fp8q::trn3;
 
-const Pow2ScaleTable& trainium3_table() {
-  static const Pow2ScaleTable t = mx_scale_table(kE4M3FN, MxScaleRule::kTrainium3);
-  return t;
+FormatId element_of(const LayoutOptions& o) { return o.element.value_or(FormatId::kE4M3FN); }
+bool fp4(const LayoutOptions& o) { return element_of(o) == FormatId::kE2M1; }
+
+const Pow2ScaleTable& trainium3_table(FormatId element) {
+  static const Pow2ScaleTable fp8 = mx_scale_table(kE4M3FN, MxScaleRule::kTrainium3);
+  static const Pow2ScaleTable e2m1 = mx_scale_table(kE2M1, MxScaleRule::kTrainium3);
+  return element == FormatId::kE2M1 ? e2m1 : fp8;
+}
+
+// The on-chip x4 image of one-a-byte codes [128, T, N, 4], and back: fp8 codes are the image
+// itself, e2m1 codes are packed two a byte (trn3::pack_x4).
+std::vector<std::uint8_t> x4_image(FormatId element, std::vector<std::uint8_t> codes) {
+  if (element != FormatId::kE2M1) return codes;
+  std::vector<std::uint8_t> image(codes.size() / 2);
+  t3::pack_x4(t3::X4Type::kFloat4E2M1fnX4, codes, image);
+  return image;
+}
+std::vector<std::uint8_t> x4_codes(FormatId element, std::span<const std::uint8_t> image) {
+  if (element != FormatId::kE2M1) return {image.begin(), image.end()};
+  std::vector<std::uint8_t> codes(image.size() * 2);
+  t3::unpack_x4(t3::X4Type::kFloat4E2M1fnX4, image, codes);
+  return codes;
 }
 
 // The packed operand as DequantView: logical W [N = out, K = in]; element (n, k) has the code
 // the on-chip image holds for K index k, column n, and the scale of MX group
 // mx_block_of_k(layout, k) (scales transposed to [N, groups]).
-DequantView packed_view(t3::KLayout layout, std::size_t n, std::size_t k, std::span<const std::uint8_t> onchip_codes,
-                        std::span<const std::uint8_t> onchip_scales) {
+DequantView packed_view(FormatId element, t3::KLayout layout, std::size_t n, std::size_t k,
+                        std::span<const std::uint8_t> onchip_codes, std::span<const std::uint8_t> onchip_scales) {
   std::vector<std::uint8_t> kn(k * n);
   t3::from_onchip_codes(layout, k, n, onchip_codes, kn);
   const std::size_t groups = t3::mx_blocks(layout, k);
   std::vector<std::uint8_t> compact(groups * n);
   t3::from_onchip_scales(layout, k, n, onchip_scales, compact);
   DequantView v;
-  v.element = FormatId::kE4M3FN;
+  v.element = element;
   v.rows = n;
   v.cols = k;
   v.codes.resize(n * k);
@@ -69,29 +96,47 @@ class Trn3Mx final : public Layout {
  public:
   std::string_view name() const override { return "trn3-mx"; }
   std::string_view summary() const override {
-    return "Trainium3 MXFP8: e4m3fn weight, U8 E8M0 scales (trainium3 rule); optionally packed x4 (wrapX / 1x32)";
+    return "Trainium3 MXFP8 (e4m3fn) or MXFP4 (--elem e2m1): U8 E8M0 scales (trainium3 rule); optionally packed x4 "
+           "(wrapX / 1x32)";
   }
   void check_options(const LayoutOptions& o) const override {
     if (o.granularity) throw std::invalid_argument("trn3-mx always uses MX groups of 32; --granularity does not apply");
+    if (o.element && *o.element != FormatId::kE4M3FN && *o.element != FormatId::kE2M1)
+      throw std::invalid_argument("--elem: trn3-mx takes e4m3fn (MXFP8) or e2m1 (MXFP4), not " +
+                                  std::string(format_of(*o.element).name));
+  }
+  std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions& o) const override {
+    if (fp4(o) && !o.pack && shape[1] % 2 != 0)
+      return "in_features " + std::to_string(shape[1]) + " is odd: e2m1 codes are stored two a byte";
+    return std::nullopt;
   }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
     const std::uint64_t out = w.shape[0], in = w.shape[1];
+    const DType codes = fp4(o) ? DType::kU8 : DType::kF8_E4M3;
     if (!o.pack)
-      return {{w.module + ".weight", DType::kF8_E4M3, w.shape}, {w.module + ".weight_scale", DType::kU8, {out, (in + 31) / 32}}};
+      return {{w.module + ".weight", codes, {out, fp4(o) ? in / 2 : in}},
+              {w.module + ".weight_scale", DType::kU8, {out, (in + 31) / 32}}};
     const std::uint64_t t = t3::k_tiles(in);
-    return {{w.module + ".weight", DType::kF8_E4M3, {t3::kPartitions, t, out, t3::kPacked}},
+    return {{w.module + ".weight", codes, {t3::kPartitions, t, out, fp4(o) ? t3::kPacked / 2 : t3::kPacked}},
             {w.module + ".weight_scale", DType::kU8, {t3::kPartitions, t, out}}};
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
     const Format& from = source_format(w.dtype);
     const auto specs = plan(w, o);
+    const FormatId element = element_of(o);
+    const Pow2ScaleTable& table = trainium3_table(element);
     QuantizedWeight out;
     if (!o.pack) {
-      MxQuantized q = quantize_mx(w.data, from, rows, cols, trainium3_table(), o);
-      out.tensors.push_back({specs[0], to_bytes(q.codes)});
+      MxQuantized q = quantize_mx(w.data, from, rows, cols, table, o, format_of(element));
+      std::vector<std::uint8_t> stored = q.codes;
+      if (element == FormatId::kE2M1) {
+        stored.resize(q.codes.size() / 2);
+        pack_fp4(q.codes, stored);
+      }
+      out.tensors.push_back({specs[0], to_bytes(stored)});
       out.tensors.push_back({specs[1], to_bytes(q.scales)});
-      out.view = mx_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), std::move(q.scales));
+      out.view = mx_view(element, rows, cols, std::move(q.codes), std::move(q.scales));
       return out;
     }
     // Each row n of W, permuted into on-chip order: position j = 512 t + 4 p + c holds
@@ -111,7 +156,7 @@ class Trn3Mx final : public Layout {
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t j = 0; j < width; ++j)
         if (src[j] != SIZE_MAX) std::memcpy(&permuted[(r * width + j) * esz], &w.data[(r * cols + src[j]) * esz], esz);
-    MxQuantized q = quantize_mx(permuted, from, rows, width, trainium3_table(), o);
+    MxQuantized q = quantize_mx(permuted, from, rows, width, table, o, format_of(element));
     const std::size_t groups_per_row = width / 32;
     std::vector<std::uint8_t> codes(t3::onchip_codes_size(cols, rows)), scales(t3::onchip_scales_size(cols, rows), t3::kUnusedScale);
     for (std::size_t p = 0; p < t3::kPartitions; ++p)
@@ -127,9 +172,9 @@ class Trn3Mx final : public Layout {
       const std::size_t t = b / t3::kBlocksPerTile, part = t3::scale_partition(b % t3::kBlocksPerTile);
       for (std::size_t n = 0; n < rows; ++n) scales[(part * tiles + t) * rows + n] = q.scales[n * groups_per_row + b];
     }
-    out.tensors.push_back({specs[0], to_bytes(codes)});
+    out.tensors.push_back({specs[0], to_bytes(x4_image(element, codes))});
     out.tensors.push_back({specs[1], to_bytes(scales)});
-    out.view = packed_view(layout, rows, cols, codes, scales);
+    out.view = packed_view(element, layout, rows, cols, codes, scales);
     return out;
   }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
@@ -141,12 +186,18 @@ class Trn3Mx final : public Layout {
     const auto specs = plan(probe, o);
     const StoredTensor q = require(lookup, specs[0].name, specs[0].dtype, specs[0].shape);
     const StoredTensor s = require(lookup, specs[1].name, specs[1].dtype, specs[1].shape);
-    std::vector<std::uint8_t> codes(q.bytes.size()), scales(s.bytes.size());
-    std::memcpy(codes.data(), q.bytes.data(), codes.size());
+    const FormatId element = element_of(o);
+    const std::span<const std::uint8_t> stored{reinterpret_cast<const std::uint8_t*>(q.bytes.data()), q.bytes.size()};
+    std::vector<std::uint8_t> scales(s.bytes.size());
     std::memcpy(scales.data(), s.bytes.data(), scales.size());
-    if (!o.pack) return mx_view(FormatId::kE4M3FN, rows, cols, std::move(codes), std::move(scales));
+    if (!o.pack) {
+      std::vector<std::uint8_t> codes(rows * cols);
+      if (element == FormatId::kE2M1) unpack_fp4(stored, codes);
+      else std::copy(stored.begin(), stored.end(), codes.begin());
+      return mx_view(element, rows, cols, std::move(codes), std::move(scales));
+    }
     try {
-      return packed_view(*o.pack, rows, cols, codes, scales);
+      return packed_view(element, *o.pack, rows, cols, x4_codes(element, stored), scales);
     } catch (const std::invalid_argument& e) {
       throw FormatError("tensor \"" + specs[0].name + "\": " + e.what());
     }
@@ -158,13 +209,15 @@ class Trn3Mx final : public Layout {
     OJson j;
     j["quant_method"] = "fp8q";
     j["layout"] = "trn3-mx";
-    j["fmt"] = "e4m3fn";
+    j["fmt"] = format_of(element_of(c.options)).name;
     j["scale_fmt"] = "e8m0";
     j["group_size"] = 32;
     j["scale_rule"] = "trainium3";
     j["packing"] = c.options.pack ? std::string(t3::k_layout_name(*c.options.pack)) : std::string("none");
     if (c.options.pack) {
-      j["packed_shape"] = "weight [128, ceil(in/512), out, 4] float8_e4m3fn_x4 image; weight_scale [128, ceil(in/512), out]";
+      j["packed_shape"] = fp4(c.options)
+                              ? "weight [128, ceil(in/512), out, 2] float4_e2m1fn_x4 image; weight_scale [128, ceil(in/512), out]"
+                              : "weight [128, ceil(in/512), out, 4] float8_e4m3fn_x4 image; weight_scale [128, ceil(in/512), out]";
       // the packed image pads K to whole tiles: a reader needs each weight's in_features
       OJson in = OJson::object();
       for (const auto& [module, shape] : c.quantized_shapes) in[module] = shape[1];

@@ -53,6 +53,9 @@ CheckedOptions check_options(const QuantizeCheckpointOptions& opt) {
     throw PipelineError(what);
   }
   try {
+    if (opt.layout_options.element && layout->name() != "trn3-mx")
+      throw std::invalid_argument("--elem applies to --layout trn3-mx only (" + std::string(layout->name()) +
+                                  " fixes its element format)");
     layout->check_options(opt.layout_options);
     resolve_isa(opt.layout_options.isa, "LayoutOptions::isa");  // a forced path this CPU lacks
   } catch (const std::invalid_argument& e) {

@@ -13,7 +13,10 @@ std::map<std::string, std::string> shard_metadata(const Layout& layout, const La
   std::map<std::string, std::string> m{{"format", "pt"}, {std::string(kMetaLayout), std::string(layout.name())}};
   if (o.granularity) m[std::string(kMetaGranularity)] = granularity_name(*o.granularity);
   if (o.pack) m[std::string(kMetaPack)] = std::string(trn3::k_layout_name(*o.pack));
-  m["fp8q.weight_format"] = layout.name() == "trn2" ? "e4m3" : layout.name() == "ct-nvfp4" || layout.name() == "ct-mxfp4" ? "e2m1" : "e4m3fn";
+  m[std::string(kMetaWeightFormat)] = layout.name() == "trn2"                                       ? "e4m3"
+                                     : layout.name() == "ct-nvfp4" || layout.name() == "ct-mxfp4" ? "e2m1"
+                                     : o.element                                                  ? format_of(*o.element).name
+                                                                                                  : "e4m3fn";
   return m;
 }
 
@@ -27,6 +30,9 @@ LayoutOptions options_from_metadata(const std::map<std::string, std::string>& m)
     o.granularity = parse_ct_strategy(old->second);
     if (!o.granularity) throw FormatError("__metadata__ " + std::string(kMetaStrategy) + " = " + quote(old->second) + " is not a strategy");
   }
+  const auto layout = m.find(std::string(kMetaLayout)), element = m.find(std::string(kMetaWeightFormat));
+  if (layout != m.end() && layout->second == "trn3-mx" && element != m.end() && element->second == "e2m1")
+    o.element = FormatId::kE2M1;  // trn3-mx's one layout option the format key carries
   if (auto it = m.find(std::string(kMetaPack)); it != m.end()) {
     o.pack = trn3::parse_k_layout(it->second);
     if (!o.pack) throw FormatError("__metadata__ " + std::string(kMetaPack) + " = " + quote(it->second) + " is not wrapX or 1x32");

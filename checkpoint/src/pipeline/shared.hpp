@@ -14,6 +14,7 @@ inline constexpr std::string_view kMetaLayout = "fp8q.layout";
 inline constexpr std::string_view kMetaGranularity = "fp8q.granularity";
 inline constexpr std::string_view kMetaStrategy = "fp8q.strategy";  // the same in compressed-tensors' words (older files)
 inline constexpr std::string_view kMetaPack = "fp8q.pack";
+inline constexpr std::string_view kMetaWeightFormat = "fp8q.weight_format";  // the element format of the weights
 
 std::map<std::string, std::string> shard_metadata(const Layout& layout, const LayoutOptions& options);
 // Throws FormatError for a value that is not a granularity / packing.

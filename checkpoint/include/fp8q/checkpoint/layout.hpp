@@ -35,6 +35,7 @@ std::string_view ct_strategy(const Granularity& g);                   // the inv
 struct LayoutOptions {
   std::optional<Granularity> granularity;  // ct-fp8 and trn2 (default: row); others refuse it
   std::optional<trn3::KLayout> pack;       // trn3-mx only: pre-pack for nc_matmul_mx
+  std::optional<FormatId> element;         // trn3-mx only: e4m3fn (MXFP8, default) or e2m1 (MXFP4)
   int threads = 1;                         // results do not depend on it
   std::optional<Isa> isa;                  // force a kernel path (fp8q/numerics/isa.hpp), as
                                            // BulkOptions::isa; default active_isa(); same results
