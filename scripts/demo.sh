@@ -34,6 +34,8 @@ runs=(
   "trn2 block|--layout trn2 --granularity block128x128"
   "trn3-mx|--layout trn3-mx"
   "trn3-mx packed wrapX|--layout trn3-mx --pack wrapX"
+  "trn3-mx MXFP4|--layout trn3-mx --elem e2m1"
+  "trn3-mx MXFP4 packed wrapX|--layout trn3-mx --elem e2m1 --pack wrapX"
 )
 
 rows=()

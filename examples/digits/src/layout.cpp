@@ -105,30 +105,37 @@ Weight mx(const ModelFiles& files, const Layout& l, const std::string& module, s
     throw std::runtime_error("tensor \"" + q.name + "\": dtype " + std::string(fp8q::checkpoint::dtype_name(q.dtype)) +
                              " is not an 8-bit code");
   const auto& table = fp8_table(Fp8::kE4M3FN);
-  auto code = [](const Tensor& t, std::uint64_t i) { return static_cast<std::uint8_t>(t.bytes[i]); };
+  auto byte = [](const Tensor& t, std::uint64_t i) { return static_cast<std::uint8_t>(t.bytes[i]); };
+  // code i of the codes: a byte, or (MXFP4) nibble i % 2 of byte i / 2, low nibble first
+  auto value = [&](std::uint64_t i) {
+    if (!l.fp4) return table[byte(q, i)];
+    const std::uint8_t b = byte(q, i / 2);
+    return e2m1_value(i % 2 == 0 ? b & 0xF : b >> 4);
+  };
+  const std::string codes = l.fp4 ? "e2m1 (packed)" : "F8_E4M3";
   std::vector<float> w(out * in);
   if (!packing) {
     // Compact scales [out, ceil(in / 32)]: OCP blocks of 32 consecutive inputs.
     const std::uint64_t ng = ceil_div(in, l.mx_group);
-    expect_shape(q, {out, in});
+    expect_shape(q, {out, l.fp4 ? in / 2 : in});
     expect_shape(s, {out, ng});
     for (std::uint64_t i = 0; i < out; ++i)
       for (std::uint64_t j = 0; j < in; ++j)
-        w[i * in + j] = table[code(q, i * in + j)] * e8m0_value(code(s, i * ng + j / l.mx_group));
-    return {std::move(w), "F8_E4M3 * 2^(" + describe_grid(s, "E8M0") + " - 127)"};
+        w[i * in + j] = value(i * in + j) * e8m0_value(byte(s, i * ng + j / l.mx_group));
+    return {std::move(w), codes + " * 2^(" + describe_grid(s, "E8M0") + " - 127)"};
   }
   // Pre-packed for nc_matmul_mx: the K x N operand with K = in, N = out, T = ceil(K / 512)
   // tiles: codes [128, T, N, 4], scales [128, T, N].
+  // (an fp4 x4 container is 2 bytes: code c is nibble c of it, so code offsets are the same)
   const std::uint64_t T = trn3::tiles(in);
-  expect_shape(q, {128, T, out, 4});
+  expect_shape(q, {128, T, out, l.fp4 ? 2u : 4u});
   expect_shape(s, {128, T, out});
   for (std::uint64_t n = 0; n < out; ++n)
     for (std::uint64_t k = 0; k < in; ++k)
-      w[n * in + k] = table[code(q, trn3::code_offset(*packing, in, out, k, n))] *
-                      e8m0_value(code(s, trn3::scale_offset(*packing, in, out, k, n)));
-  return {std::move(w), std::string("F8_E4M3 x4 on-chip image ") + shape_string(q.shape) + " * 2^(E8M0 " +
-                            shape_string(s.shape) + " - 127), " +
-                            (*packing == trn3::KLayout::kWrapX ? "wrapX" : "1x32")};
+      w[n * in + k] = value(trn3::code_offset(*packing, in, out, k, n)) *
+                      e8m0_value(byte(s, trn3::scale_offset(*packing, in, out, k, n)));
+  return {std::move(w), codes + " x4 on-chip image " + shape_string(q.shape) + " * 2^(E8M0 " + shape_string(s.shape) +
+                            " - 127), " + (*packing == trn3::KLayout::kWrapX ? "wrapX" : "1x32")};
 }
 
 // Packed e2m1 codes times one scale per group of the input dimension: E8M0 per 32 (ct-mxfp4) or
@@ -245,6 +252,10 @@ Layout detect_layout(const json& config) {
         throw std::runtime_error("config.json: quantization_config.packing \"" + packing + "\" is not none, wrapX or 1x32");
       if (qc.contains("group_size") && qc["group_size"] != 32)
         throw std::runtime_error("config.json: trn3-mx group_size is not 32");
+      const std::string fmt = qc.contains("fmt") ? str(qc, "fmt") : "e4m3fn";
+      if (fmt != "e4m3fn" && fmt != "e2m1")
+        throw std::runtime_error("config.json: trn3-mx fmt \"" + fmt + "\" is not e4m3fn or e2m1");
+      l.fp4 = fmt == "e2m1";
       return l;
     }
     throw std::runtime_error("config.json: quantization_config.layout \"" + name + "\" is not trn2 or trn3-mx");

@@ -50,6 +50,7 @@ struct Layout {
   std::uint64_t block_rows = 0, block_cols = 0;
   std::uint64_t mx_group = 32;  // MX elements per E8M0 scale, along the input dimension
   std::optional<trn3::KLayout> packing;  // trn3-mx pre-packed for nc_matmul_mx
+  bool fp4 = false;                      // trn3-mx MXFP4 (fmt e2m1): two codes a byte
 };
 
 const char* layout_name(LayoutKind kind);

@@ -16,7 +16,7 @@ bundled digits model. Python standard library only (no numpy, no scikit-learn).
 
   check_digits.py quantize --eval PATH --fp8q PATH
       `fp8q quantize examples/digits/model OUT --layout L` for every layout and strategy
-      (the packed FP4 layouts ct-mxfp4 and ct-nvfp4 included):
+      (the packed FP4 layouts ct-mxfp4 and ct-nvfp4, and trn3-mx's MXFP4, included):
       all three linear layers quantized, biases copied bit for bit, the weights
       fp8q-eval-digits reads equal to this script's own decoding of the files, and the
       accuracy at or above the floor. Exits 77 (CTest: skipped) with a message when
@@ -500,6 +500,23 @@ def dequantize_files(model_dir):
                 raise Failure(f'{model_dir}: {m}.bias is not the original bit for bit')
             continue
         qd, qs, q = tensors[m + '.weight']
+        if qc.get('layout') == 'trn3-mx' and qc.get('fmt') == 'e2m1':  # MXFP4: code i is nibble i % 2 of byte i / 2
+            _, _, sraw = tensors[m + '.weight_scale']
+            T = -(-inp // 512)
+
+            def code_and_scale(n, k):
+                if pack:
+                    t, p, c = trn3_slot(pack, k)
+                    g = p // 8
+                    i, si = ((p * T + t) * out + n) * 4 + c, (((g // 4) * 32 + g % 4) * T + t) * out + n
+                else:
+                    i, si = n * inp + k, n * (-(-inp // 32)) + k // 32
+                return (q[i // 2] >> (4 * (i % 2))) & 0xF, sraw[si]
+            deq_all[m] = [[f32(math.ldexp(e2m1_value(code_and_scale(i, j)[0]), code_and_scale(i, j)[1] - 127))
+                           for j in range(inp)] for i in range(out)]
+            if tensors[m + '.bias'] != original()[m + '.bias']:
+                raise Failure(f'{model_dir}: {m}.bias is not the original bit for bit')
+            continue
         if qd != 'F8_E4M3':
             # a 128x128 block layout keeps, unchanged, a weight whose dimensions are not both
             # multiples of 128: every weight of this model
@@ -557,6 +574,9 @@ def check_quantize(evaluator, fp8q):
     runs += [['--layout', 'trn3-mx']]
     if '--pack' in p.stdout:
         runs += [['--layout', 'trn3-mx', '--pack', k] for k in ('wrapX', '1x32')]
+    if '--elem' in p.stdout:  # Trainium3's MXFP4
+        runs += [['--layout', 'trn3-mx', '--elem', 'e2m1']]
+        runs += [['--layout', 'trn3-mx', '--elem', 'e2m1', '--pack', k] for k in ('wrapX', '1x32')]
     if '--calib-data' in p.stdout:
         runs += [['--layout', 'ct-fp8', '--granularity', 'tensor', '--calib-data',
                   os.path.join(EXAMPLE, 'data', 'calib.safetensors')]]
