@@ -124,10 +124,14 @@ void gaussian_mx(Operands& o, std::size_t n) {
     for (std::size_t c = 0; c < n; ++c) quantize(&o.b[32 * q * n + c], n, o.mx_b[q * n + c]);
 }
 
+// element: e4m3fn, or e2m1 (MXFP4: each code's low 4 bits, the same scales)
 void mx_case(benchmark::State& state, std::size_t n, int threads, const AccumulationModel& model,
-             bool gaussian = false) {
+             bool gaussian = false, FormatId element = FormatId::kE4M3FN) {
   Operands o = make(n);
   if (gaussian) gaussian_mx(o, n);
+  if (element == FormatId::kE2M1)
+    for (auto* v : {&o.a, &o.b})
+      for (auto& c : *v) c &= 0xF;
   if (model.kind == AccumKind::kTrainium3Mx && model.layout == Trn3Layout::kWrapX) {
     // the 4 OCP blocks 16t + 4c + j (c = 0..3) of one wrapx group take block 16t + j's scale
     const std::size_t groups = (n + 31) / 32;
@@ -140,8 +144,8 @@ void mx_case(benchmark::State& state, std::size_t n, int threads, const Accumula
   }
   std::vector<float> d(n * n);
   const GemmArgs g{.m = n, .n = n, .k = n,
-                   .a = {.format = FormatId::kE4M3FN, .codes = o.a, .granularity = Granularity::mx(), .scale_codes = o.mx_a},
-                   .b = {.format = FormatId::kE4M3FN, .codes = o.b, .granularity = Granularity::mx_column(), .scale_codes = o.mx_b}};
+                   .a = {.format = element, .codes = o.a, .granularity = Granularity::mx(), .scale_codes = o.mx_a},
+                   .b = {.format = element, .codes = o.b, .granularity = Granularity::mx_column(), .scale_codes = o.mx_b}};
   for (auto _ : state) {
     gemm(g, {.model = model, .threads = threads}, std::span<float>(d));
     benchmark::DoNotOptimize(d.data());
@@ -238,6 +242,10 @@ void register_gemm() {
         add_case("gemm/mxfp8_trainium3_" + name + "_gaussian" + suffix, {"gemm/openblas_sgemm" + suffix},
                  [n, t, layout](benchmark::State& s) {
                    mx_case(s, n, t, AccumulationModel::trainium3_mx(layout), true);
+                 });
+        add_case("gemm/mxfp4_trainium3_" + name + suffix, {"gemm/openblas_sgemm" + suffix},
+                 [n, t, layout](benchmark::State& s) {
+                   mx_case(s, n, t, AccumulationModel::trainium3_mx(layout), false, FormatId::kE2M1);
                  });
       }
     }
