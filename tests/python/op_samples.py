@@ -28,6 +28,7 @@ def op_samples() -> list[tuple[object, tuple, dict]]:
         (torch.ops.fp8q.convert_into.default, (x, "e4m3"), dict(out=torch.empty(4, 64, dtype=torch.uint8))),
         (torch.ops.fp8q.amax.default, (x, "row"), {}),
         (torch.ops.fp8q.hadamard16.default, (x.bfloat16(), 0x1234), {}),
+        (torch.ops.fp8q.unpack_fp4.default, (codes,), {}),
         (torch.ops.fp8q.scale_from_amax.default, (x.abs(), "e5m2"), {}),
         (torch.ops.fp8q.cast_transpose.default, (x, "e4m3fn"), {}),
         (torch.ops.fp8q.quantize.default, (x, "e2m1", "mx"), {}),

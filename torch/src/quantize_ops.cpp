@@ -102,6 +102,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(
   });
 }
 
+at::Tensor unpack_fp4(const at::Tensor& packed_in) {
+  return guarded("unpack_fp4", [&] {
+    const at::Tensor packed = dense(packed_in, "packed");
+    TORCH_CHECK_TYPE(packed.scalar_type() == at::ScalarType::Float4_e2m1fn_x2 || packed.scalar_type() == at::kByte,
+                     "packed has dtype ", packed.scalar_type(), "; e2m1 codes two a byte are float4_e2m1fn_x2 or uint8");
+    TORCH_CHECK_VALUE(packed.dim() >= 1, "packed: a 0-d tensor holds no pair of codes");
+    std::vector<std::int64_t> shape = packed.sizes().vec();
+    shape.back() *= 2;
+    at::Tensor out = new_output(shape, packed.options().dtype(at::kByte));
+    if (!compute(packed)) return out;
+    const auto in = u8(packed.view(at::kByte));
+    auto o = mutable_u8(out);
+    for (std::size_t i = 0; i < in.size(); ++i)
+      o[2 * i] = static_cast<std::uint8_t>(in[i] & 0xF), o[2 * i + 1] = static_cast<std::uint8_t>(in[i] >> 4);
+    return out;
+  });
+}
+
 at::Tensor dequantize(const at::Tensor& codes_in, const at::Tensor& scales_in, std::string_view granularity,
                       std::string_view format, at::ScalarType dtype, const std::optional<at::Tensor>& global_scale) {
   return guarded("dequantize", [&] {

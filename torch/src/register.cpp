@@ -15,6 +15,7 @@ TORCH_LIBRARY(fp8q, m) {
         "Tensor(a!) out) -> ()");
   m.def("amax(Tensor x, str granularity='tensor') -> Tensor");
   m.def("hadamard16(Tensor x, int sign_mask=0) -> Tensor");
+  m.def("unpack_fp4(Tensor packed) -> Tensor");
   m.def("granularity(str name, bool transposed=False) -> str");
   m.def("recipe(str name, bool stochastic_gradients=False) -> str");
   m.def("recipe_names() -> str[]");
@@ -74,6 +75,7 @@ void register_kernels(torch::Library& m) {
   m.impl("convert_into", TORCH_FN(fp8q::torch::convert_into));
   m.impl("amax", TORCH_FN(fp8q::torch::amax));
   m.impl("hadamard16", TORCH_FN(fp8q::torch::hadamard16));
+  m.impl("unpack_fp4", TORCH_FN(fp8q::torch::unpack_fp4));
   m.impl("scale_from_amax", TORCH_FN(fp8q::torch::scale_from_amax));
   m.impl("cast_transpose", TORCH_FN(fp8q::torch::cast_transpose));
   m.impl("quantize", TORCH_FN(fp8q::torch::quantize));

@@ -95,12 +95,9 @@ Quantized transposed(const Quantized& q) {
           granularity_name(transposed(granularity_named(q.granularity, "granularity"))), q.global_scale};
 }
 
-// Codes one a byte: packed e2m1 (float4_e2m1fn_x2, element 2i in the low nibble) unpacked, so
-// that a transpose moves whole codes (data movement only, as fp8q.formats.unpack_fp4).
+// Codes one a byte (packed e2m1 unpacked), so that a transpose moves whole codes.
 at::Tensor unpacked(const at::Tensor& codes) {
-  if (codes.scalar_type() != at::ScalarType::Float4_e2m1fn_x2) return codes;
-  const at::Tensor b = codes.view(at::kByte);
-  return at::stack({at::bitwise_and(b, 0xF), at::bitwise_right_shift(b, 4)}, -1).flatten(-2);
+  return codes.scalar_type() == at::ScalarType::Float4_e2m1fn_x2 ? unpack_fp4(codes) : codes;
 }
 
 // A backward GEMM's B: [K, N] quantized along K, which matmul takes as it is (is_b), or B^T

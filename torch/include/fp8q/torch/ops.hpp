@@ -98,6 +98,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(
     std::string_view overflow = "saturate", std::string_view nan = "error", std::int64_t seed = 0,
     std::int64_t offset = 0);
 
+// e2m1 codes two a byte (float4_e2m1fn_x2 or uint8, element 2i in the low nibble) as uint8 codes
+// one a byte, the last dimension doubled: data movement, an op so that compiled graphs keep it.
+at::Tensor unpack_fp4(const at::Tensor& packed);
+
 // The inverse: fp32(decode(q) * scale) per element, then rounded to dtype (float32, bfloat16,
 // float16) nearest-even. codes and scales as quantize returns them; format empty: codes' own;
 // global_scale: NVFP4's S, required for the nvfp4 granularities and refused for the others.
