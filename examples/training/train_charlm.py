@@ -163,9 +163,11 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
-    for run, r in results.items():
+    colors = plt.get_cmap("tab20").colors  # one colour a run (the default cycle repeats after 10)
+    for i, (run, r) in enumerate(results.items()):
         s, v = zip(*r["curve"])
-        ax.plot(s, v, label=run, linewidth=2.2 if run == "bf16" else 1.2, linestyle="-" if run == "bf16" else "--")
+        ax.plot(s, v, label=run, color=colors[(2 * i) % 20 + (2 * i) // 20], linewidth=2.2 if run == "bf16" else 1.2,
+                linestyle="-" if run == "bf16" else "--")
     ax.set_xlabel("step")
     ax.set_ylabel("evaluation loss (nats / character)")
     ax.set_title("Character LM on Python's standard library: bf16 and fp8q's FP8, MX and FP4 recipes")
