@@ -87,6 +87,19 @@ expect "inspect --json parses" "$py" -c 'import json,sys; assert len(json.load(o
 check "trn3-mx --pack wrapX" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-wrapx" --layout trn3-mx --pack wrapX
 expect "a packed model that grew says larger, and why" grep -q 'x larger: [0-9]* quantized weights* \(is\|are\) padded to the layout.s whole tiles' "$tmp/out"
 check "verify wrapX" 0 '' -- "$fp8q" verify "$tmp/q-wrapx" --against "$tmp/model"
+# trn3-mx's MXFP4: --elem e2m1, read back by verify from the shards' fp8q.weight_format
+check "trn3-mx --elem e2m1 --pack 1x32" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-mxfp4" --layout trn3-mx --elem e2m1 --pack 1x32
+expect "MXFP4 config says e2m1" grep -q '"fmt": "e2m1"' "$tmp/q-mxfp4/config.json"
+check "verify MXFP4" 0 '' -- "$fp8q" verify "$tmp/q-mxfp4" --against "$tmp/model"
+check "inspect MXFP4" 0 '' -- "$fp8q" inspect "$tmp/q-mxfp4"
+expect "inspect shows the e2m1 weight format" grep -q 'fp8q.weight_format = e2m1' "$tmp/out"
+check "--elem on another layout" 2 '--elem applies to --layout trn3-mx only \(ct-fp8 fixes its element format\)' -- \
+  "$fp8q" quantize "$tmp/model" "$tmp/q-bad" --layout ct-fp8 --elem e2m1
+check "--elem trn3-mx does not take" 2 '--elem: trn3-mx takes e4m3fn \(MXFP8\) or e2m1 \(MXFP4\), not e5m2' -- \
+  "$fp8q" quantize "$tmp/model" "$tmp/q-bad" --layout trn3-mx --elem e5m2
+check "--elem not a format" 2 "--elem: 'fp4' is not an element format" -- \
+  "$fp8q" quantize "$tmp/model" "$tmp/q-bad" --layout trn3-mx --elem fp4
+expect "no output for a refused --elem" test ! -e "$tmp/q-bad"
 
 # thread count: the same bytes
 check "threads 1" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/t1" --layout hf-fp8 --threads 1
