@@ -4,6 +4,7 @@
 // integers (exact_sum.hpp). Either way the result is the exact sum rounded once.
 #include "fp8q/numerics/hadamard.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <stdexcept>
