@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -20,16 +19,19 @@ namespace {
 
 constexpr std::size_t kB = kHadamardBlock;
 
-// Sylvester's H_16 times diag(s), as signs: term i of output j is negated where the bit is set.
+// H_16 diag(s) as signs: term i of output j is negated where bit i of row j is set. Sylvester's
+// doubling, H_2n = [[H_n, H_n], [H_n, -H_n]], gives bit i of row j = parity(i & j). (Written as
+// the doubling: GCC 12.2 at -O2 compiles the parity loop over i and j to all-zero rows.)
 std::array<std::uint16_t, kB> negations(std::uint16_t sign_mask) {
-  std::array<std::uint16_t, kB> neg{};
-  for (std::size_t j = 0; j < kB; ++j)
-    for (std::size_t i = 0; i < kB; ++i) {
-      const bool h_negative = (std::popcount(static_cast<unsigned>(i & j)) & 1) != 0;
-      const bool s_negative = ((sign_mask >> i) & 1u) != 0;
-      if (h_negative != s_negative) neg[j] |= static_cast<std::uint16_t>(1u << i);
+  std::array<std::uint16_t, kB> h{};
+  for (std::size_t n = 1; n < kB; n *= 2)
+    for (std::size_t j = 0; j < n; ++j) {
+      const unsigned top = h[j], low = (1u << n) - 1;
+      h[j] = static_cast<std::uint16_t>(top | (top << n));
+      h[j + n] = static_cast<std::uint16_t>(top | ((top ^ low) << n));
     }
-  return neg;
+  for (auto& row : h) row = static_cast<std::uint16_t>(row ^ sign_mask);
+  return h;
 }
 
 // Whether every sum of +-x_i over the block is exact in fp64: the nonzero finite exponents span
