@@ -160,6 +160,33 @@ DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::v
   return v;
 }
 
+namespace {
+void require_codes(const DequantView& v, FormatId element, std::size_t rows, std::size_t cols, std::string_view layout) {
+  if (v.element != element)
+    throw std::invalid_argument("layout " + std::string(layout) + " stores " + std::string(format_of(element).name) +
+                                " codes, not " + std::string(format_of(v.element).name));
+  if (v.rows != rows || v.cols != cols || v.codes.size() != rows * cols)
+    throw std::invalid_argument("layout " + std::string(layout) + ": the codes are not the weight's " +
+                                std::to_string(rows) + " x " + std::to_string(cols));
+}
+}  // namespace
+
+void require_grid_view(const DequantView& v, FormatId element, const BlockGrid& grid, std::string_view layout) {
+  require_codes(v, element, grid.rows, grid.cols, layout);
+  if (v.mx || v.grid.block_rows != grid.block_rows || v.grid.block_cols != grid.block_cols ||
+      v.scale_inv.size() != grid.grid_size())
+    throw std::invalid_argument("layout " + std::string(layout) + " stores one scale per " +
+                                std::to_string(grid.block_rows) + " x " + std::to_string(grid.block_cols) + " block");
+}
+
+void require_mx_view(const DequantView& v, FormatId element, std::size_t rows, std::size_t cols, std::string_view layout) {
+  require_codes(v, element, rows, cols, layout);
+  bool ocp = v.mx && v.groups_per_row == (cols + 31) / 32 && v.e8m0.size() == rows * v.groups_per_row &&
+             v.group_of_col.size() == cols;
+  for (std::size_t c = 0; ocp && c < cols; ++c) ocp = v.group_of_col[c] == c / 32;
+  if (!ocp) throw std::invalid_argument("layout " + std::string(layout) + " stores one E8M0 scale per 32 columns");
+}
+
 nlohmann::ordered_json ct_quantization_args(const CtArgs& c) {
   using OJson = nlohmann::ordered_json;
   OJson a;

@@ -72,6 +72,11 @@ DequantView grid_view(FormatId element, std::size_t rows, std::size_t cols, std:
 DequantView mx_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
                     std::vector<std::uint8_t> e8m0);
 
+// Layout::store()'s checks that a view has the structure `layout` stores: std::invalid_argument
+// naming what differs.
+void require_grid_view(const DequantView& v, FormatId element, const BlockGrid& grid, std::string_view layout);
+void require_mx_view(const DequantView& v, FormatId element, std::size_t rows, std::size_t cols, std::string_view layout);
+
 // compressed-tensors' QuantizationArgs as it serializes them, keys in its order. Without
 // `scale_dtype` neither scale_dtype nor zp_dtype is written: releases before 0.15.0 forbid the
 // keys (QuantizationArgs has extra="forbid"); with it, zp_dtype is null (symmetric).

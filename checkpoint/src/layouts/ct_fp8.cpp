@@ -60,15 +60,22 @@ class CtFp8 final : public Layout {
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
     DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(granularity(o), {rows, cols}), w.dtype, o);
-    const auto specs = plan(w, o);
     QuantizedWeight out;
-    out.tensors.push_back({specs[0], to_bytes(q.codes)});
-    out.tensors.push_back({specs[1], encode_scales(q.scale_inv, w.dtype)});
+    out.view = grid_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), q.grid, std::move(q.scale_inv));
+    out.tensors = store(w, out.view, o);
+    return out;
+  }
+  std::vector<OutputTensor> store(const WeightRef& w, const DequantView& v, const LayoutOptions& o) const override {
+    require_grid_view(v, FormatId::kE4M3FN, block_grid(granularity(o), {w.shape[0], w.shape[1]}), name());
+    for (std::size_t b = 0; b < v.scale_inv.size(); ++b)
+      if (round_up_to(w.dtype, v.scale_inv[b]) != v.scale_inv[b])
+        throw std::invalid_argument("scale " + std::to_string(b) + " is not exact in " + std::string(dtype_name(w.dtype)));
+    const auto specs = plan(w, o);
+    std::vector<OutputTensor> out = {{specs[0], to_bytes(v.codes)}, {specs[1], encode_scales(v.scale_inv, w.dtype)}};
     if (w.input_amax) {
       const float s = round_up_to(w.dtype, scale_inv_from_amax(*w.input_amax, kE4M3FN));
-      out.tensors.push_back({specs[2], encode_scales(std::span(&s, 1), w.dtype)});
+      out.push_back({specs[2], encode_scales(std::span(&s, 1), w.dtype)});
     }
-    out.view = grid_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), q.grid, std::move(q.scale_inv));
     return out;
   }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,

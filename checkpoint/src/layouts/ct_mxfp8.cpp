@@ -59,12 +59,15 @@ class CtMxfp8 final : public Layout {
     static const Pow2ScaleTable table = compressed_tensors_mx_table();
     const std::size_t rows = w.shape[0], cols = w.shape[1];
     MxQuantized q = quantize_mx(w.data, source_format(w.dtype), rows, cols, table, o);
-    const auto specs = plan(w, o);
     QuantizedWeight out;
-    out.tensors.push_back({specs[0], to_bytes(q.codes)});
-    out.tensors.push_back({specs[1], to_bytes(q.scales)});
     out.view = mx_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), std::move(q.scales));
+    out.tensors = store(w, out.view, o);
     return out;
+  }
+  std::vector<OutputTensor> store(const WeightRef& w, const DequantView& v, const LayoutOptions& o) const override {
+    require_mx_view(v, FormatId::kE4M3FN, w.shape[0], w.shape[1], name());
+    const auto specs = plan(w, o);
+    return {{specs[0], to_bytes(v.codes)}, {specs[1], to_bytes(v.e8m0)}};
   }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
                         const LayoutOptions&) const override {

@@ -44,12 +44,15 @@ class HfFp8 final : public Layout {
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
     DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(kBlock128x128, {rows, cols}), DType::kF32, o);
-    const auto specs = plan(w, o);
     QuantizedWeight out;
-    out.tensors.push_back({specs[0], to_bytes(q.codes)});
-    out.tensors.push_back({specs[1], encode_scales(q.scale_inv, DType::kF32)});
     out.view = grid_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), q.grid, std::move(q.scale_inv));
+    out.tensors = store(w, out.view, o);
     return out;
+  }
+  std::vector<OutputTensor> store(const WeightRef& w, const DequantView& v, const LayoutOptions& o) const override {
+    require_grid_view(v, FormatId::kE4M3FN, block_grid(kBlock128x128, {w.shape[0], w.shape[1]}), name());
+    const auto specs = plan(w, o);
+    return {{specs[0], to_bytes(v.codes)}, {specs[1], encode_scales(v.scale_inv, DType::kF32)}};
   }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
                         const LayoutOptions&) const override {

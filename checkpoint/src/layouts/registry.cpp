@@ -1,5 +1,6 @@
 #include "layouts/registry.hpp"
 
+#include <stdexcept>
 #include <cmath>
 #include <limits>
 
@@ -32,6 +33,10 @@ float DequantView::scale(std::size_t r, std::size_t c) const {
 
 std::optional<std::string> Layout::cannot_quantize(const std::vector<std::uint64_t>&, const LayoutOptions&) const {
   return std::nullopt;
+}
+
+std::vector<OutputTensor> Layout::store(const WeightRef&, const DequantView&, const LayoutOptions&) const {
+  throw std::invalid_argument("layout " + std::string(name()) + " does not store re-encoded codes");
 }
 
 const Layout* layout_named(std::string_view name) {

@@ -55,12 +55,15 @@ class Trn2 final : public Layout {
     // Saturation means 0x78 (Inf) never occurs.
     for (auto& c : q.codes)
       if ((c & 0x78) == 0x78) c = static_cast<std::uint8_t>(c | 0x7F);
-    const auto specs = plan(w, o);
     QuantizedWeight out;
-    out.tensors.push_back({specs[0], to_bytes(q.codes)});
-    out.tensors.push_back({specs[1], encode_scales(q.scale_inv, DType::kF32)});
     out.view = grid_view(FormatId::kE4M3, rows, cols, std::move(q.codes), q.grid, std::move(q.scale_inv));
+    out.tensors = store(w, out.view, o);
     return out;
+  }
+  std::vector<OutputTensor> store(const WeightRef& w, const DequantView& v, const LayoutOptions& o) const override {
+    require_grid_view(v, FormatId::kE4M3, block_grid(granularity(o), {w.shape[0], w.shape[1]}), name());
+    const auto specs = plan(w, o);
+    return {{specs[0], to_bytes(v.codes)}, {specs[1], encode_scales(v.scale_inv, DType::kF32)}};
   }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
                         const LayoutOptions& o) const override {

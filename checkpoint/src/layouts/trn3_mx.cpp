@@ -123,20 +123,13 @@ class Trn3Mx final : public Layout {
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
     const Format& from = source_format(w.dtype);
-    const auto specs = plan(w, o);
     const FormatId element = element_of(o);
     const Pow2ScaleTable& table = trainium3_table(element);
     QuantizedWeight out;
     if (!o.pack) {
       MxQuantized q = quantize_mx(w.data, from, rows, cols, table, o, format_of(element));
-      std::vector<std::uint8_t> stored = q.codes;
-      if (element == FormatId::kE2M1) {
-        stored.resize(q.codes.size() / 2);
-        pack_fp4(q.codes, stored);
-      }
-      out.tensors.push_back({specs[0], to_bytes(stored)});
-      out.tensors.push_back({specs[1], to_bytes(q.scales)});
       out.view = mx_view(element, rows, cols, std::move(q.codes), std::move(q.scales));
+      out.tensors = store(w, out.view, o);
       return out;
     }
     // Each row n of W, permuted into on-chip order: position j = 512 t + 4 p + c holds
@@ -156,26 +149,56 @@ class Trn3Mx final : public Layout {
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t j = 0; j < width; ++j)
         if (src[j] != SIZE_MAX) std::memcpy(&permuted[(r * width + j) * esz], &w.data[(r * cols + src[j]) * esz], esz);
-    MxQuantized q = quantize_mx(permuted, from, rows, width, table, o, format_of(element));
-    const std::size_t groups_per_row = width / 32;
-    std::vector<std::uint8_t> codes(t3::onchip_codes_size(cols, rows)), scales(t3::onchip_scales_size(cols, rows), t3::kUnusedScale);
-    for (std::size_t p = 0; p < t3::kPartitions; ++p)
-      for (std::size_t t = 0; t < tiles; ++t)
-        for (std::size_t n = 0; n < rows; ++n)
-          for (std::size_t c = 0; c < t3::kPacked; ++c)
-            {
-            const std::size_t j = t * t3::kTileK + p * t3::kPacked + c;  // a NaN group fills its padding too
-            codes[((p * tiles + t) * rows + n) * t3::kPacked + c] = src[j] == SIZE_MAX ? t3::kPadCode : q.codes[n * width + j];
-          }
-    const std::size_t live = t3::mx_blocks(layout, cols);  // groups that hold a real K index
-    for (std::size_t b = 0; b < live; ++b) {
-      const std::size_t t = b / t3::kBlocksPerTile, part = t3::scale_partition(b % t3::kBlocksPerTile);
-      for (std::size_t n = 0; n < rows; ++n) scales[(part * tiles + t) * rows + n] = q.scales[n * groups_per_row + b];
-    }
-    out.tensors.push_back({specs[0], to_bytes(x4_image(element, codes))});
-    out.tensors.push_back({specs[1], to_bytes(scales)});
-    out.view = packed_view(element, layout, rows, cols, codes, scales);
+    const MxQuantized q = quantize_mx(permuted, from, rows, width, table, o, format_of(element));
+    // The view in W's order: element (n, k) and the hardware group of k.
+    DequantView& v = out.view;
+    v.element = element;
+    v.rows = rows;
+    v.cols = cols;
+    v.codes.resize(rows * cols);
+    for (std::size_t n = 0; n < rows; ++n)
+      for (std::size_t j = 0; j < width; ++j)
+        if (src[j] != SIZE_MAX) v.codes[n * cols + src[j]] = q.codes[n * width + j];
+    v.mx = true;
+    v.groups_per_row = t3::mx_blocks(layout, cols);  // groups that hold a real K index
+    v.e8m0.resize(rows * v.groups_per_row);
+    for (std::size_t n = 0; n < rows; ++n)
+      for (std::size_t g = 0; g < v.groups_per_row; ++g) v.e8m0[n * v.groups_per_row + g] = q.scales[n * (width / 32) + g];
+    v.group_of_col.resize(cols);
+    for (std::size_t k = 0; k < cols; ++k) v.group_of_col[k] = static_cast<std::uint32_t>(t3::mx_block_of_k(layout, k));
+    out.tensors = store(w, v, o);
     return out;
+  }
+  std::vector<OutputTensor> store(const WeightRef& w, const DequantView& v, const LayoutOptions& o) const override {
+    const std::size_t rows = w.shape[0], cols = w.shape[1];
+    const FormatId element = element_of(o);
+    const auto specs = plan(w, o);
+    if (!o.pack) {
+      require_mx_view(v, element, rows, cols, name());
+      std::vector<std::uint8_t> stored = v.codes;
+      if (element == FormatId::kE2M1) {
+        stored.resize(v.codes.size() / 2);
+        pack_fp4(v.codes, stored);
+      }
+      return {{specs[0], to_bytes(stored)}, {specs[1], to_bytes(v.e8m0)}};
+    }
+    const t3::KLayout layout = *o.pack;
+    const std::size_t groups = t3::mx_blocks(layout, cols);
+    bool hardware = v.element == element && v.rows == rows && v.cols == cols && v.codes.size() == rows * cols && v.mx &&
+                    v.groups_per_row == groups && v.e8m0.size() == rows * groups && v.group_of_col.size() == cols;
+    for (std::size_t k = 0; hardware && k < cols; ++k) hardware = v.group_of_col[k] == t3::mx_block_of_k(layout, k);
+    if (!hardware)
+      throw std::invalid_argument("layout trn3-mx --pack " + std::string(t3::k_layout_name(layout)) + " stores " +
+                                  std::string(format_of(element).name) + " codes with one E8M0 scale per hardware MX group");
+    std::vector<std::uint8_t> kn(cols * rows), compact(groups * rows);
+    for (std::size_t n = 0; n < rows; ++n) {
+      for (std::size_t k = 0; k < cols; ++k) kn[k * rows + n] = v.codes[n * cols + k];
+      for (std::size_t g = 0; g < groups; ++g) compact[g * rows + n] = v.e8m0[n * groups + g];
+    }
+    std::vector<std::uint8_t> codes(t3::onchip_codes_size(cols, rows)), scales(t3::onchip_scales_size(cols, rows));
+    t3::to_onchip_codes(layout, cols, rows, kn, codes);
+    t3::to_onchip_scales(layout, cols, rows, compact, scales);
+    return {{specs[0], to_bytes(x4_image(element, std::move(codes)))}, {specs[1], to_bytes(scales)}};
   }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
                         const LayoutOptions& o) const override {

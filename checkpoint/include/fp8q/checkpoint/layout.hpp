@@ -113,6 +113,12 @@ class Layout {
   virtual std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& options) const = 0;
   // Quantizes (the tensors match plan() exactly). Bits do not depend on options.threads.
   virtual QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& options) const = 0;
+  // The tensors (plan()'s, in its order) that hold `view`: codes and scales in the structure
+  // quantize() gives w in QuantizedWeight::view (element format, scale grid or MX groups). How a
+  // quantized input is re-encoded without rounding (docs/checkpoints.md, "Quantized inputs").
+  // std::invalid_argument when this layout cannot hold the view exactly (a scale its scale
+  // dtype cannot represent, a structure it does not store).
+  virtual std::vector<OutputTensor> store(const WeightRef& w, const DequantView& view, const LayoutOptions& options) const;
   // The weight's stored tensors read back (for verify); the original [out, in] shape is given.
   // Throws FormatError naming the tensor when a tensor is missing or has the wrong dtype/shape.
   virtual DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape,
