@@ -156,16 +156,22 @@ std::vector<Hostile> cases() {
                  std::ofstream(in / "model.safetensors.index.json") << idx.dump();
                },
                "shard \"model.safetensors\" (tensor \"lm_head.weight\" and 9 more) does not exist"});
-  // an input already quantized would come out with its codes read as high-precision weights
-  c.push_back({"config_already_quantized",
+  // a quantized input fp8q cannot read, rather than its codes read as high-precision weights
+  c.push_back({"config_quantized_without_groups",
                [](const std::filesystem::path& in) {
                  model_dir_with(in, valid_file_bytes());
                  std::ofstream(in / "config.json") << R"({"quantization_config": {"quant_method": "compressed-tensors"}})";
                },
-               "already has a quantization_config (quant_method \"compressed-tensors\")"});
+               "quantization_config.config_groups has no group with weights"});
+  c.push_back({"config_unknown_quant_method",
+               [](const std::filesystem::path& in) {
+                 model_dir_with(in, valid_file_bytes());
+                 std::ofstream(in / "config.json") << R"({"quantization_config": {"quant_method": "awq"}})";
+               },
+               "quantization_config.quant_method is \"awq\""});
   c.push_back({"fp8_weight",
                file(image_with_data(R"({"l.weight": {"dtype": "F8_E4M3", "shape": [2, 2], "data_offsets": [0, 4]}})", 4)),
-               "tensor \"l.weight\" is F8_E4M3: the input is already quantized"});
+               "tensor \"l.weight\" is F8_E4M3 and config.json has no quantization_config"});
   for (auto& h : c) h.options.layout = "ct-fp8";
   return c;
 }

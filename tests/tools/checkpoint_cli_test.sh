@@ -144,8 +144,17 @@ mkdir "$tmp/other" && cp "$tmp/model/config.json" "$tmp/other/"
 check "verify against another model" 1 '' -- "$fp8q" verify "$tmp/q-hf-fp8" --against "$tmp/other"
 expect "verify names the changed tensor" grep -q 'PROBLEM: tensor "lm_head.weight"' "$tmp/out"
 
-# an output quantized again: refused (its codes would be read as high-precision weights)
-check "already quantized input" 2 'already has a quantization_config' -- "$fp8q" quantize "$tmp/q-ct-fp8" "$tmp/x" --layout hf-fp8
+# a quantized input is converted (its exact values), each weight's path and changes reported
+check "ct-mxfp8 into trn3-mx" 0 '' -- "$fp8q" quantize "$tmp/q-ct-mxfp8" "$tmp/c-trn3" --layout trn3-mx --require-exact
+expect "conversion reported exact" grep -q 'from ct-mxfp8: re-encoded, every value exact' "$tmp/out"
+expect "conversion summary" grep -q 'converted 3 weights of a quantized input: 3 with every value exact' "$tmp/out"
+check "verify the conversion against the original" 0 '' -- "$fp8q" verify "$tmp/c-trn3" --against "$tmp/model"
+check "ct-fp8 into trn3-mx --json" 0 '' -- "$fp8q" quantize "$tmp/q-ct-fp8" "$tmp/c-json" --layout trn3-mx --json
+expect "conversion in --json" "$py" -c 'import json,sys; t=[x for x in json.load(open(sys.argv[1]))["tensors"] if "conversion" in x]; assert len(t) == 3 and all(x["conversion"]["path"] == "requantized" and x["conversion"]["changed"] > 0 for x in t), t' "$tmp/out"
+check "--require-exact where a value changes" 2 '--require-exact: tensor "model.layers.0.self_attn.q_proj.weight" .ct-fp8 -> trn3-mx.: [0-9]+ of 16384 values would change' -- "$fp8q" quantize "$tmp/q-ct-fp8" "$tmp/x" --layout trn3-mx --require-exact
+expect "--require-exact wrote nothing" test ! -e "$tmp/x"
+mkdir "$tmp/awq" && cp "$tmp/model/model.safetensors" "$tmp/awq/" && echo '{"quantization_config": {"quant_method": "awq"}}' > "$tmp/awq/config.json"
+check "a quant_method fp8q does not read" 2 'quant_method is "awq"' -- "$fp8q" quantize "$tmp/awq" "$tmp/x" --layout trn2
 # every kept 2-D weight is listed as not converted (a name cannot tell an Embedding from a Linear)
 expect "ct-fp8 ignore lists the kept 2-D weights" "$py" -c 'import json,sys; i=json.load(open(sys.argv[1]))["quantization_config"]["ignore"]; assert i == ["lm_head", "model.embed_tokens"], i' "$tmp/q-ct-fp8/config.json"
 

@@ -1,6 +1,7 @@
 // fp8q quantize IN OUT_DIR --layout L [--granularity tensor|row|block128x128] [--pack wrapX|1x32]
 //                [--ignore REGEX]... [--calib-data FILE --calib-method M] [--threads N]
-//                [--max-shard-size BYTES] [--allow-nonfinite] [--force] [--json]
+//                [--max-shard-size BYTES] [--allow-nonfinite] [--require-exact] [--force] [--json]
+//   IN may be quantized already (docs/checkpoints.md, "Quantized inputs"): its weights are converted.
 // fp8q verify OUT_DIR --against IN [--threads N] [--json]
 // fp8q inspect FILE|DIR [--json]
 // A checkpoint (a .safetensors file or a Hugging Face model directory) into an FP8/MXFP8
@@ -69,6 +70,10 @@ Json report_json(const std::vector<ck::TensorReport>& tensors, const ck::Summary
     if (t.quantized) {
       j["error"] = stats_json(t.stats);
       j["outputs"] = t.outputs;
+      if (const auto& c = t.conversion)
+        j["conversion"] = Json{{"from", c->from},       {"path", c->path},
+                               {"exact", c->exact()},   {"changed", c->changed},
+                               {"max_change", number_or_string(c->max_change)}, {"fp32_rounded", c->fp32_rounded}};
     } else {
       j["reason"] = t.reason;
     }
@@ -77,6 +82,10 @@ Json report_json(const std::vector<ck::TensorReport>& tensors, const ck::Summary
   Json s{{"tensors", sum.tensors},   {"quantized", sum.quantized}, {"kept", sum.kept},
          {"in_bytes", sum.in_bytes}, {"out_bytes", sum.out_bytes}, {"seconds", sum.seconds},
          {"error", stats_json(sum.stats)}};
+  if (sum.converted) {
+    s["converted"] = sum.converted;
+    s["converted_exact"] = sum.converted_exact;
+  }
   if (!sum.files.empty()) s["files"] = sum.files;
   return Json{{"tensors", list}, {"summary", s}};
 }
@@ -90,6 +99,13 @@ void print_report(const std::vector<ck::TensorReport>& tensors, const ck::Summar
       std::printf("%-56s %-6s %-16s %9.2f %11.4g %10.4g %9.2e\n", name.c_str(), std::string(ck::dtype_name(t.dtype)).c_str(),
                   shape_text(t.shape).c_str(), t.stats.sqnr_db(), t.stats.max_abs_error, t.stats.relative_error(),
                   t.stats.fraction_saturated());
+      if (const auto& c = t.conversion) {
+        if (c->exact())
+          std::printf("    from %s: %s, every value exact\n", c->from.c_str(), c->path.c_str());
+        else
+          std::printf("    from %s: %s, %llu values changed (the largest by %.4g)\n", c->from.c_str(), c->path.c_str(),
+                      static_cast<unsigned long long>(c->changed), c->max_change);
+      }
     } else {
       const bool why = !t.reason.empty() && t.reason != "kept";  // verify's reports say only "kept"
       std::printf("%-56s %-6s %-16s kept%s%s%s\n", name.c_str(), std::string(ck::dtype_name(t.dtype)).c_str(),
@@ -104,7 +120,7 @@ void print_report(const std::vector<ck::TensorReport>& tensors, const ck::Summar
                   sum.out_bytes ? static_cast<double>(sum.in_bytes) / static_cast<double>(sum.out_bytes) : 0.0);
   } else {
     std::size_t grew = 0;
-    for (const auto& t : tensors) grew += t.quantized && t.out_bytes > t.in_bytes ? 1 : 0;
+    for (const auto& t : tensors) grew += t.quantized && !t.conversion && t.out_bytes > t.in_bytes ? 1 : 0;
     const double ratio = static_cast<double>(sum.out_bytes) / static_cast<double>(std::max<std::uint64_t>(sum.in_bytes, 1));
     if (grew > 0)
       std::snprintf(change, sizeof change, "%.2fx larger: %zu quantized weight%s padded to the layout's whole tiles",
@@ -115,6 +131,9 @@ void print_report(const std::vector<ck::TensorReport>& tensors, const ck::Summar
   std::printf("\n%zu tensors: %zu quantized, %zu kept; %s -> %s (%s) in %.2f s\n", sum.tensors, sum.quantized, sum.kept,
               bytes_text(static_cast<double>(sum.in_bytes)).c_str(), bytes_text(static_cast<double>(sum.out_bytes)).c_str(),
               change, sum.seconds);
+  if (sum.converted)
+    std::printf("converted %zu weights of a quantized input: %zu with every value exact, %zu requantized with changes\n",
+                sum.converted, sum.converted_exact, sum.converted - sum.converted_exact);
   if (sum.quantized)
     std::printf("quantized weights overall: SQNR %.2f dB, max |err| %.4g, relative error %.4g, saturated %.2e\n",
                 sum.stats.sqnr_db(), sum.stats.max_abs_error, sum.stats.relative_error(), sum.stats.fraction_saturated());
@@ -158,7 +177,7 @@ struct QuantizeArgs {
   std::vector<std::string> ignore;
   int threads = 1;
   std::uint64_t max_shard = 5'000'000'000;
-  bool force = false, json = false, allow_nonfinite = false;
+  bool force = false, json = false, allow_nonfinite = false, require_exact = false;
 };
 
 void run_quantize(const QuantizeArgs& a) {
@@ -190,6 +209,7 @@ void run_quantize(const QuantizeArgs& a) {
   }
   o.force = a.force;
   o.allow_nonfinite = a.allow_nonfinite;
+  o.require_exact = a.require_exact;
   o.max_shard_bytes = a.max_shard;
   ProgressPrinter printer(a.json);
   const auto r = ck::quantize_checkpoint(a.in, a.out, o, [&](const ck::Progress& p) { printer(p); });
@@ -274,7 +294,7 @@ void run_inspect(const InspectArgs& a) {
 
 void add_quantize(CLI::App& app) {
   auto q = std::make_shared<QuantizeArgs>();
-  auto* qc = app.add_subcommand("quantize", "Quantize a checkpoint (.safetensors or model directory) into an FP8/MXFP8 layout");
+  auto* qc = app.add_subcommand("quantize", "Quantize a checkpoint (.safetensors or model directory) into an FP8/MXFP8 layout, or convert a quantized one");
   qc->add_option("IN", q->in, "Input .safetensors file or Hugging Face model directory")->required();
   qc->add_option("OUT_DIR", q->out, "Output directory (created; replaced only with --force)")->required();
   qc->add_option("--layout", q->layout, "hf-fp8 ct-fp8 ct-mxfp8 ct-mxfp4 ct-nvfp4 trn2 trn3-mx")->required();
@@ -289,6 +309,8 @@ void add_quantize(CLI::App& app) {
   qc->add_option("--threads", q->threads, "Worker threads (the output does not depend on it)")->capture_default_str();
   qc->add_option("--max-shard-size", q->max_shard, "Largest output shard in bytes")->capture_default_str();
   qc->add_flag("--allow-nonfinite", q->allow_nonfinite, "Pass NaN/Inf weights through instead of failing");
+  qc->add_flag("--require-exact", q->require_exact,
+               "A quantized IN: fail (exit 2, nothing written) where a converted value would change");
   qc->add_flag("--force", q->force, "Replace an existing OUT_DIR");
   qc->add_flag("--json", q->json, "Report as JSON on stdout");
   qc->callback([q] {

@@ -35,17 +35,32 @@ QuantizeResult quantize_into(const fs::path& in, const fs::path& out_arg, const 
   // the staging directory goes) is out, not out/q1 itself
   fs::path out_dir = out_arg;
   while (!out_dir.has_filename() && out_dir.has_relative_path()) out_dir = out_dir.parent_path();
-  const pipeline::CheckedOptions checked = pipeline::check_options(opt);
+  pipeline::check_options(opt);
   pipeline::check_output_name(out_dir, out_arg);
   const Model model = Model::open(in);
   pipeline::check_input_and_output(model, in, out_dir, opt.force);
-  pipeline::QuantizePlan plan = pipeline::make_plan(model, checked, opt);
+  const auto source = reencode::quantized_source(model);
+  // A quantized input's weights keep their granularity where the layout takes one and none is given.
+  QuantizeCheckpointOptions options = opt;
+  if (source && !options.layout_options.granularity) {
+    const Granularity g = source->layout->name() == "hf-fp8" ? Granularity::block(128, 128)
+                                                               : source->options.granularity.value_or(Granularity::row());
+    const LayoutOptions before = options.layout_options;
+    options.layout_options.granularity = g;
+    try {
+      pipeline::check_options(options);
+    } catch (const PipelineError&) {
+      options.layout_options = before;  // this layout has no granularity option
+    }
+  }
+  const pipeline::CheckedOptions checked = pipeline::check_options(options);
+  pipeline::QuantizePlan plan = pipeline::make_plan(model, checked, options, source);
 
   building = out_dir;
   pipeline::StagingDir staging(out_dir);
   QuantizeResult result;
   pipeline::OJson index_map = pipeline::OJson::object();
-  pipeline::stream_shards(model, checked, opt, plan, staging.path(), progress, result, index_map);
+  pipeline::stream_shards(model, source, checked, options, plan, staging.path(), progress, result, index_map);
   pipeline::write_other_files(model, in, checked, plan, index_map, staging.path(), result);
   staging.commit();
   result.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

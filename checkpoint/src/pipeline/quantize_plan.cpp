@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "fp8q/checkpoint/safetensors.hpp"
@@ -89,24 +90,6 @@ void check_output_name(const fs::path& out_dir, const fs::path& out_arg) {
 }
 
 void check_input_and_output(const Model& model, const fs::path& in, const fs::path& out_dir, bool force) {
-  // An input that is already quantized would come out with its codes read as high-precision
-  // weights: its quantization_config replaced, its FP8 weights listed as not converted.
-  if (model.config_json()) {
-    const OJson c = OJson::parse(*model.config_json());
-    if (c.is_object() && c.contains("quantization_config")) {
-      const OJson& q = c["quantization_config"];
-      const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
-                                     ? q["quant_method"].get<std::string>()
-                                     : std::string("?");
-      throw PipelineError(in.string() + ": config.json already has a quantization_config (quant_method " +
-                          quote(method) + "): the input is already quantized; quantize its high-precision original");
-    }
-  }
-  for (const ModelTensor& t : model.tensors())
-    if (t.info->shape.size() == 2 && t.info->name.ends_with(".weight") &&
-        (t.info->dtype == DType::kF8_E4M3 || t.info->dtype == DType::kF8_E5M2))
-      throw PipelineError("tensor " + quote(t.info->name) + " is " + std::string(dtype_name(t.info->dtype)) +
-                          ": the input is already quantized; quantize its high-precision original");
   const fs::path parent = out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path();
   if (!fs::is_directory(parent)) throw PipelineError("output directory " + out_dir.string() + ": " + parent.string() + " is not a directory");
   check_no_overlap(in, out_dir);
@@ -114,7 +97,8 @@ void check_input_and_output(const Model& model, const fs::path& in, const fs::pa
     throw PipelineError("output directory " + out_dir.string() + " exists; --force replaces it");
 }
 
-QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt) {
+QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt,
+                       const std::optional<reencode::QuantizedSource>& source) {
   const Layout* layout = checked.layout;
   const int threads = checked.threads;
   const std::optional<calib::Method>& method = checked.method;
@@ -123,9 +107,52 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
   std::map<std::string, std::string> produced_by;  // output name -> input tensor
   ConfigContext ctx;
   ctx.options = opt.layout_options;
+  if (source && opt.calib_data)
+    throw PipelineError("--calib-data: the input is already quantized (" + source->described_by +
+                        "); static input scales are calibrated on a high-precision model");
+  // A quantized input: its modules' tensors, found from their codes tensors.
+  std::map<std::string, reencode::SourceModule> modules;  // codes tensor -> module
+  std::set<std::string> consumed;                          // every tensor of those modules
+  if (source)
+    for (const ModelTensor& t : model.tensors())
+      if (auto m = reencode::source_module(*source, model, t)) {
+        for (const ModelTensor* c : m->tensors) consumed.insert(c->info->name);
+        modules.emplace(t.info->name, std::move(*m));
+      }
   for (const ModelTensor& t : model.tensors()) {
     Item it;
     it.tensor = &t;
+    if (source) {
+      const auto m = modules.find(t.info->name);
+      if (m == modules.end()) {
+        if (consumed.count(t.info->name)) continue;  // a scale, converted with its module's codes
+        it.keep = "not quantized in the input";
+        it.specs = {{t.info->name, t.info->dtype, t.info->shape}};
+        if (t.info->shape.size() == 2 && t.info->name.ends_with(".weight"))
+          ctx.kept_linear_modules.push_back(t.info->name.substr(0, t.info->name.size() - 7));
+        items.push_back(std::move(it));
+        continue;
+      }
+      const reencode::SourceModule& sm = m->second;
+      if (auto why = layout->cannot_quantize(sm.shape, opt.layout_options))
+        throw PipelineError("tensor " + quote(t.info->name) + " (" + std::string(source->layout->name()) +
+                            ", W " + std::to_string(sm.shape[0]) + " x " + std::to_string(sm.shape[1]) +
+                            ") cannot be converted: layout " + std::string(layout->name()) + " keeps such a weight in "
+                            "high precision because " + *why);
+      for (const auto& p : opt.ignore)
+        if (std::regex_search(sm.module + ".weight", std::regex(p, std::regex::ECMAScript)))
+          throw PipelineError("--ignore " + quote(p) + " matches " + quote(sm.module + ".weight") +
+                              ", which the input stores quantized: a quantized input's weights are all converted");
+      it.source = sm;
+      it.weight.name = sm.module + ".weight";
+      it.weight.module = sm.module;
+      it.weight.dtype = DType::kF32;
+      it.weight.shape = sm.shape;
+      ctx.quantized_modules.push_back(sm.module);
+      ctx.quantized_shapes[sm.module] = sm.shape;
+      items.push_back(std::move(it));
+      continue;
+    }
     it.keep = keep_reason(*t.info, opt.ignore, *layout, opt.layout_options);
     if (it.keep) {
       it.specs = {{t.info->name, t.info->dtype, t.info->shape}};

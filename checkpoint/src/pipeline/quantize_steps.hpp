@@ -17,6 +17,7 @@
 #include "fp8q/checkpoint/layout.hpp"
 #include "fp8q/checkpoint/model_dir.hpp"
 #include "fp8q/checkpoint/pipeline.hpp"
+#include "reencode/source.hpp"
 
 namespace fp8q::checkpoint::pipeline {
 
@@ -30,16 +31,18 @@ struct CheckedOptions {
 };
 CheckedOptions check_options(const QuantizeCheckpointOptions& opt);
 
-// OUT_DIR's own name, before IN is opened; then an input that is not quantized already and an
-// output place that is a directory, apart from IN, and free (or --force).
+// OUT_DIR's own name, before IN is opened; then an output place that is a directory, apart
+// from IN, and free (or --force).
 void check_output_name(const std::filesystem::path& out_dir, const std::filesystem::path& out_arg);
 void check_input_and_output(const Model& model, const std::filesystem::path& in, const std::filesystem::path& out_dir,
                             bool force);
 
 // One input tensor: kept (with the reason) or a weight to quantize, and its output tensors.
+// A quantized input's weight is the module's codes tensor, with `source` naming all its tensors.
 struct Item {
   const ModelTensor* tensor = nullptr;
   std::optional<std::string> keep;
+  std::optional<reencode::SourceModule> source;
   WeightRef weight;
   std::vector<TensorSpec> specs;
   std::uint64_t out_bytes = 0;
@@ -49,14 +52,17 @@ struct QuantizePlan {
   ConfigContext ctx;                                         // what the layout's config needs
   std::vector<std::pair<std::size_t, std::size_t>> shards;  // [begin, end) of items
 };
-QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt);
+// With a quantized input (`source`), its quantized modules are converted, its other tensors kept.
+QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt,
+                       const std::optional<reencode::QuantizedSource>& source);
 
 std::uint64_t spec_bytes(const TensorSpec& s);
 std::string shard_name(std::size_t i, std::size_t n);
 
 // Quantizes, writes and measures every shard's tensors into `dir`, recording each file of
 // index_map and each tensor's report in `result`.
-void stream_shards(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt,
+void stream_shards(const Model& model, const std::optional<reencode::QuantizedSource>& source,
+                   const CheckedOptions& checked, const QuantizeCheckpointOptions& opt,
                    QuantizePlan& plan, const std::filesystem::path& dir, const ProgressFn& progress,
                    QuantizeResult& result, OJson& index_map);
 

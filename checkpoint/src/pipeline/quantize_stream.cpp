@@ -1,6 +1,7 @@
 // quantize_checkpoint()'s stream (pipeline/quantize_steps.hpp): each shard's weights quantized
 // by the layout while the previous weight's output is written and measured.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "pipeline/quantize_steps.hpp"
 #include "pipeline/shared.hpp"
 #include "pipeline/write_behind.hpp"
+#include "reencode/reencode.hpp"
 #include "safetensors/text.hpp"
 
 namespace fp8q::checkpoint::pipeline {
@@ -43,7 +45,8 @@ void throw_if_nonfinite(const TensorInfo& info, std::span<const std::byte> data,
 
 }  // namespace
 
-void stream_shards(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt,
+void stream_shards(const Model& model, const std::optional<reencode::QuantizedSource>& source,
+                   const CheckedOptions& checked, const QuantizeCheckpointOptions& opt,
                    QuantizePlan& plan, const fs::path& dir, const ProgressFn& progress, QuantizeResult& result,
                    OJson& index_map) {
   const Layout* layout = checked.layout;
@@ -77,6 +80,9 @@ void stream_shards(const Model& model, const CheckedOptions& checked, const Quan
       Item* item = nullptr;
       TensorReport rep;
       QuantizedWeight q;
+      TensorInfo measured;              // what the error figures compare against: the input
+      std::span<const std::byte> data;  // weight, or a quantized input's values in fp32
+      std::vector<float> decoded;
       std::unique_ptr<detail::ErrorMeasurement> measure;
       std::vector<detail::ErrorMeasurement::Scratch> scratch;
     };
@@ -87,6 +93,10 @@ void stream_shards(const Model& model, const CheckedOptions& checked, const Quan
       for (const auto& sp : it.specs) index_map[sp.name] = file;
       result.summary.tensors++;
       (rep.quantized ? result.summary.quantized : result.summary.kept)++;
+      if (rep.conversion) {
+        result.summary.converted++;
+        result.summary.converted_exact += rep.conversion->exact();
+      }
       result.summary.in_bytes += rep.in_bytes;
       result.summary.out_bytes += rep.out_bytes;
       result.summary.stats.merge(rep.stats);
@@ -104,8 +114,7 @@ void stream_shards(const Model& model, const CheckedOptions& checked, const Quan
       Pending& p = *pending;
       if (p.measure) {
         p.rep.stats = p.measure->total();
-        if (!opt.allow_nonfinite && p.rep.stats.nonfinite > 0)
-          throw_if_nonfinite(*p.item->tensor->info, model.bytes(*p.item->tensor), opt.layout_options);
+        if (!opt.allow_nonfinite && p.rep.stats.nonfinite > 0) throw_if_nonfinite(p.measured, p.data, opt.layout_options);
       }
       p.item->weight.data = {};
       record(*p.item, std::move(p.rep));
@@ -131,17 +140,54 @@ void stream_shards(const Model& model, const CheckedOptions& checked, const Quan
         continue;
       }
       rep.quantized = true;
+      TensorInfo measured = info;
+      std::span<const std::byte> measured_data = data;
+      std::vector<float> decoded;
+      QuantizedWeight q;
+      if (it.source) {
+        // A quantized input's weight: its exact values into the layout (reencode.hpp).
+        try {
+          const DequantView v = reencode::read_source(*source, model, *it.source);
+          reencode::Reencoded r = reencode::reencode(v, *layout, it.weight, quantize_options);
+          r.report.from = std::string(source->layout->name());
+          if (opt.require_exact && !r.report.exact()) {
+            char d[32];
+            std::snprintf(d, sizeof d, "%.6g", r.report.max_change);
+            throw PipelineError("--require-exact: tensor " + quote(info.name) + " (" + r.report.from + " -> " +
+                                std::string(layout->name()) + "): " + std::to_string(r.report.changed) + " of " +
+                                std::to_string(r.values.size()) + " values would change (the largest by " + d +
+                                "); nothing was written");
+          }
+          rep.conversion = r.report;
+          q = std::move(r.q);
+          decoded = std::move(r.values);
+        } catch (const std::invalid_argument& e) {
+          finish_pending();
+          throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
+        } catch (const NanError& e) {
+          finish_pending();
+          throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
+        } catch (...) {
+          finish_pending();
+          throw;
+        }
+        for (const ModelTensor* t : it.source->tensors)
+          if (t != it.tensor) rep.in_bytes += t->info->byte_size();
+        measured.name = it.weight.name;
+        measured.dtype = DType::kF32;
+        measured.shape = it.weight.shape;
+        measured_data = std::as_bytes(std::span<const float>(decoded));
+      }
       // NaN / Inf in the weight is an error (unless allowed), reported with its first
       // index. Measuring reads every element anyway and counts non-finite ones, so with
       // measure on the separate scan runs only when that count says there is one; a layout
       // that fails on the weight gets the scan first, so the error is the same either way.
       const bool check_finite = !opt.allow_nonfinite;
-      QuantizedWeight q;
       try {
-        if (check_finite && !opt.measure) throw_if_nonfinite(info, data, quantize_options);
-        it.weight.data = data;
+        if (check_finite && !opt.measure) throw_if_nonfinite(measured, measured_data, quantize_options);
+        it.weight.data = measured_data;
         try {
-          q = layout->quantize(it.weight, quantize_options);
+          if (!it.source) q = layout->quantize(it.weight, quantize_options);
         } catch (const std::invalid_argument& e) {
           if (check_finite) throw_if_nonfinite(info, data, quantize_options);
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
@@ -166,12 +212,15 @@ void stream_shards(const Model& model, const CheckedOptions& checked, const Quan
       p.item = &it;
       p.rep = std::move(rep);
       p.q = std::move(q);
+      p.measured = std::move(measured);
+      p.decoded = std::move(decoded);
+      p.data = p.decoded.empty() ? measured_data : std::as_bytes(std::span<const float>(p.decoded));
       std::vector<std::span<const std::byte>> outputs;
       for (const auto& t : p.q.tensors) outputs.emplace_back(t.bytes);
       std::size_t chunks = 0;
       WriteJob::Work work;
       if (opt.measure) {
-        p.measure = std::make_unique<detail::ErrorMeasurement>(data, info.dtype, p.q.view,
+        p.measure = std::make_unique<detail::ErrorMeasurement>(p.data, p.measured.dtype, p.q.view,
                                                                  resolve_isa(opt.layout_options.isa, "LayoutOptions::isa"));
         p.scratch.resize(static_cast<std::size_t>(helpers) + 1);
         chunks = p.measure->chunks();

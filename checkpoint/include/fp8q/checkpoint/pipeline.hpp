@@ -51,6 +51,7 @@ struct QuantizeCheckpointOptions {
   bool allow_nonfinite = false;               // pass NaN/Inf weights through instead of failing
   std::uint64_t max_shard_bytes = 5'000'000'000;  // Transformers' default "5GB"
   bool measure = true;                        // per-tensor error figures (costs one more read)
+  bool require_exact = false;                 // a quantized input: fail (nothing written) where a value would change
 };
 
 // Why a tensor is kept as it is (nullopt: quantize it). Default rules: only 2-D F32/BF16/F16
@@ -61,6 +62,18 @@ struct QuantizeCheckpointOptions {
 std::optional<std::string> keep_reason(const TensorInfo& t, const std::vector<std::string>& ignore, const Layout& layout,
                                        const LayoutOptions& options);
 
+// A weight of an already-quantized input converted into the layout (docs/checkpoints.md,
+// "Quantized inputs").
+struct Conversion {
+  std::string from;                // the input's layout
+  std::string path;                // "requantized" (the layout's quantizer on the exact values) or
+                                   // "re-encoded" (the exact values under scales the layout stores)
+  std::uint64_t changed = 0;       // values that differ from the input's exact values (NaN equals NaN)
+  double max_change = 0;           // the largest |difference| (Inf where a NaN appeared or went)
+  std::uint64_t fp32_rounded = 0;  // input values fp32 cannot hold (quantized from their round-to-odd fp32)
+  bool exact() const { return changed == 0; }
+};
+
 struct TensorReport {
   std::string name;
   bool quantized = false;
@@ -70,10 +83,12 @@ struct TensorReport {
   std::uint64_t in_bytes = 0, out_bytes = 0;
   std::vector<std::string> outputs;      // output tensor names
   ErrorStats stats;                      // quantized (and measured) only
+  std::optional<Conversion> conversion;  // a quantized input's weight
 };
 
 struct Summary {
   std::size_t tensors = 0, quantized = 0, kept = 0;
+  std::size_t converted = 0, converted_exact = 0;  // weights of a quantized input, and those without a change
   std::uint64_t in_bytes = 0, out_bytes = 0;
   ErrorStats stats;                      // over every quantized weight
   double seconds = 0;

@@ -1,0 +1,46 @@
+// Internal: one quantized weight converted into another layout (docs/checkpoints.md,
+// "Quantized inputs"). Its values are decoded exactly (code x scale in fp64, exact for every
+// 8-bit or smaller code and fp32 scale); the target layout then holds them either without
+// rounding or with the fewest roundings: re-encoded (under the input's own scales) or
+// requantized (the target's quantizer on the exact values); each code is one rounding of an
+// exact value, and the report counts the values that changed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fp8q/checkpoint/layout.hpp"
+#include "fp8q/checkpoint/pipeline.hpp"
+
+namespace fp8q::checkpoint::reencode {
+
+// value[r * cols + c] = decode(code) * scale(r, c), exactly (NaN for a NaN code or scale).
+std::vector<double> exact_values(const DequantView& v);
+
+// Each value rounded to fp32 by round-to-odd: a later nearest-even rounding to a format of at
+// most 22 significant bits (every FP8 and FP4 element) gives the same result as rounding the
+// exact value, and every value keeps its binade. `rounded` counts the values fp32 could not hold.
+std::vector<float> round_to_odd_f32(const std::vector<double>& values, std::uint64_t& rounded);
+
+// The weight in the target's structure under the scales the input's values imply: per block
+// the smallest scale of its family that holds the block's largest value (a power of two for MX;
+// otherwise the source scale of that value times a power of two), each code the nearest-even
+// rounding of value / scale. Where the input's scales fit the target this holds every value
+// exactly; FP8 e4m3fn into trn2's e4m3 halves each code (exact but for odd subnormals).
+// `structure` is the target's view of the same weight (element format, grid or MX groups); its
+// scales are kept for all-zero blocks. nullopt when a block's quotients are not exact in fp64
+// (values of different source scales) or a scale does not fit.
+std::optional<DequantView> source_scaled_encoding(const std::vector<double>& values, const DequantView& source,
+                                                  const DequantView& structure);
+
+struct Reencoded {
+  QuantizedWeight q;
+  std::vector<float> values;  // the input as quantized (fp32, round-to-odd where inexact)
+  Conversion report;
+};
+
+// `source` into layout `target` for weight w (w.dtype F32, w.data unset: set here to `values`).
+// Requantizes first; keeps that result unless source_scaled_encoding changes fewer values.
+Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w, const LayoutOptions& options);
+
+}  // namespace fp8q::checkpoint::reencode

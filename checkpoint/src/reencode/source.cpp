@@ -1,0 +1,186 @@
+#include "reencode/source.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "fp8q/checkpoint/pipeline.hpp"
+#include "fp8q/numerics/convert.hpp"
+#include "layouts/common.hpp"
+#include "pipeline/shared.hpp"
+#include "safetensors/text.hpp"
+
+namespace fp8q::checkpoint::reencode {
+using detail::quote;
+using Json = nlohmann::json;
+
+namespace {
+
+const char* const kReads =
+    "fp8q reads quant_method \"fp8\" (DeepSeek-V3 / Transformers fine-grained FP8, 128x128 blocks), "
+    "\"compressed-tensors\" (float-quantized, mxfp8-quantized, mxfp4-pack-quantized) and fp8q's own layouts";
+
+[[noreturn]] void refuse(const std::string& what) { throw PipelineError(what + "; " + kReads); }
+
+// config.json's quantization_config, when it has one.
+std::optional<Json> quantization_config(const Model& model) {
+  if (!model.config_json()) return std::nullopt;
+  const Json c = Json::parse(*model.config_json(), nullptr, false);
+  if (!c.is_object() || !c.contains("quantization_config")) return std::nullopt;
+  if (!c["quantization_config"].is_object()) refuse("config.json: quantization_config is not an object");
+  return c["quantization_config"];
+}
+
+std::string text_of(const Json& q, const char* key) {
+  return q.contains(key) && q[key].is_string() ? q[key].get<std::string>() : std::string();
+}
+
+QuantizedSource from_fp8_config(const Json& q) {
+  // DeepSeek-V3's config and Transformers' FineGrainedFP8Config: weight_block_size [128, 128],
+  // fmt "e4m3", activation_scheme "dynamic"; DeepSeek-V3.1 adds scale_fmt "ue8m0".
+  if (!q.contains("weight_block_size") || q["weight_block_size"] != Json::array({128, 128}))
+    refuse("config.json: quantization_config.weight_block_size is " +
+           (q.contains("weight_block_size") ? q["weight_block_size"].dump() : std::string("absent")) +
+           "; quant_method \"fp8\" is read with 128x128 blocks");
+  if (const std::string fmt = text_of(q, "fmt"); !fmt.empty() && fmt != "e4m3")
+    refuse("config.json: quantization_config.fmt is " + quote(fmt) + ", not \"e4m3\"");
+  if (const std::string act = text_of(q, "activation_scheme"); !act.empty() && act != "dynamic")
+    refuse("config.json: quantization_config.activation_scheme is " + quote(act) +
+           "; static activation scales are not converted");
+  QuantizedSource s;
+  s.layout = layout_named("hf-fp8");
+  s.described_by = "config.json quant_method \"fp8\", weight_block_size [128, 128]";
+  if (q.contains("scale_fmt") && !q["scale_fmt"].is_null()) {
+    if (text_of(q, "scale_fmt") != "ue8m0")
+      refuse("config.json: quantization_config.scale_fmt is " + q["scale_fmt"].dump() + ", not \"ue8m0\"");
+    s.pow2_scales = true;
+    s.described_by += ", scale_fmt \"ue8m0\"";
+  }
+  return s;
+}
+
+QuantizedSource from_compressed_tensors(const Json& q) {
+  const std::string format = text_of(q, "format");
+  const Json* weights = nullptr;
+  const Json* inputs = nullptr;
+  if (q.contains("config_groups") && q["config_groups"].is_object())
+    for (const auto& [name, g] : q["config_groups"].items()) {
+      if (!g.is_object()) continue;
+      if (weights != nullptr) refuse("config.json: quantization_config.config_groups has more than one group");
+      if (g.contains("weights") && g["weights"].is_object()) weights = &g["weights"];
+      if (g.contains("input_activations") && g["input_activations"].is_object()) inputs = &g["input_activations"];
+    }
+  if (weights == nullptr) refuse("config.json: quantization_config.config_groups has no group with weights");
+  if (inputs != nullptr && inputs->contains("dynamic") && (*inputs)["dynamic"] == false)
+    refuse("config.json: the input activations have static scales (input_scale), which are not converted");
+  QuantizedSource s;
+  s.described_by = "config.json quant_method \"compressed-tensors\", format " + quote(format);
+  if (format == "float-quantized") {
+    s.layout = layout_named("ct-fp8");
+    const std::string strategy = text_of(*weights, "strategy");
+    const auto g = parse_ct_strategy(strategy);
+    if (!g) refuse("config.json: the weights' strategy " + quote(strategy) + " is not tensor, channel or block");
+    if (*g == layouts::kBlock128x128 &&
+        (!weights->contains("block_structure") || (*weights)["block_structure"] != Json::array({128, 128})))
+      refuse("config.json: block strategy with block_structure other than [128, 128]");
+    s.options.granularity = *g;
+  } else if (format == "mxfp8-quantized") {
+    s.layout = layout_named("ct-mxfp8");
+  } else if (format == "mxfp4-pack-quantized") {
+    s.layout = layout_named("ct-mxfp4");
+  } else {
+    refuse("config.json: quantization_config.format " + quote(format) + " is not read");
+  }
+  return s;
+}
+
+}  // namespace
+
+std::optional<QuantizedSource> quantized_source(const Model& model) {
+  const auto& meta = model.shards().front().metadata();
+  if (auto it = meta.find(std::string(pipeline::kMetaLayout)); it != meta.end()) {
+    QuantizedSource s;
+    s.layout = layout_named(it->second);
+    if (s.layout == nullptr) throw PipelineError("__metadata__ " + std::string(pipeline::kMetaLayout) + " = " + quote(it->second) + " is not a layout");
+    s.options = pipeline::options_from_metadata(meta);
+    s.described_by = "__metadata__ " + std::string(pipeline::kMetaLayout) + " = " + quote(it->second);
+    if (s.options.pack) {
+      const auto q = quantization_config(model);
+      if (!q || !q->contains("in_features") || !(*q)["in_features"].is_object())
+        throw PipelineError("config.json: quantization_config.in_features is missing: a packed trn3-mx weight needs its in_features");
+      for (const auto& [m, k] : (*q)["in_features"].items())
+        if (k.is_number_unsigned()) s.in_features[m] = k.get<std::uint64_t>();
+    }
+    return s;
+  }
+  if (const auto q = quantization_config(model)) {
+    const std::string method = text_of(*q, "quant_method");
+    if (method == "fp8") return from_fp8_config(*q);
+    if (method == "compressed-tensors") return from_compressed_tensors(*q);
+    refuse("config.json: quantization_config.quant_method is " + quote(method.empty() ? "?" : method));
+  }
+  for (const ModelTensor& t : model.tensors())
+    if (t.info->dtype == DType::kF8_E4M3 || t.info->dtype == DType::kF8_E5M2 || t.info->dtype == DType::kF8_E8M0)
+      throw PipelineError("tensor " + quote(t.info->name) + " is " + std::string(dtype_name(t.info->dtype)) +
+                          " and config.json has no quantization_config: the layout of its scales is unknown");
+  return std::nullopt;
+}
+
+std::optional<SourceModule> source_module(const QuantizedSource& s, const Model& model, const ModelTensor& t) {
+  const std::string& name = t.info->name;
+  const auto dot = name.rfind('.');
+  if (dot == std::string::npos) return std::nullopt;
+  SourceModule m;
+  m.module = name.substr(0, dot);
+  WeightRef probe;
+  probe.module = m.module;
+  probe.name = m.module + ".weight";
+  probe.dtype = DType::kF32;
+  // W's shape: the one whose planned codes tensor is the stored one.
+  const auto& st = t.info->shape;
+  std::vector<std::vector<std::uint64_t>> shapes;
+  if (st.size() == 2) shapes = {{st[0], st[1]}, {st[0], st[1] * 2}};
+  if (st.size() == 4 && s.in_features.count(m.module)) shapes = {{st[2], s.in_features.at(m.module)}};
+  for (const auto& shape : shapes) {
+    probe.shape = shape;
+    const auto specs = s.layout->plan(probe, s.options);
+    if (specs[0].name != name || specs[0].dtype != t.info->dtype || specs[0].shape != st) continue;
+    m.shape = shape;
+    m.tensors.push_back(&t);
+    for (std::size_t i = 1; i < specs.size(); ++i) {
+      const ModelTensor* c = model.find(specs[i].name);
+      if (c == nullptr)
+        throw PipelineError("tensor " + quote(name) + " is " + std::string(dtype_name(t.info->dtype)) + " codes of " +
+                            std::string(s.layout->name()) + " (" + s.described_by + ") but " + quote(specs[i].name) +
+                            " is missing: its values cannot be read");
+      m.tensors.push_back(c);
+    }
+    if (model.find(m.module + ".input_scale") != nullptr)
+      throw PipelineError("tensor " + quote(m.module + ".input_scale") + ": static activation scales are not converted");
+    return m;
+  }
+  // A codes-like tensor that matches no shape of the layout is the layout's error, not a kept tensor.
+  if (name.ends_with(".weight") && (t.info->dtype == DType::kF8_E4M3 || t.info->dtype == DType::kF8_E5M2))
+    throw PipelineError("tensor " + quote(name) + " is " + std::string(dtype_name(t.info->dtype)) +
+                        " but not a weight of layout " + std::string(s.layout->name()) + " (" + s.described_by + ")");
+  return std::nullopt;
+}
+
+DequantView read_source(const QuantizedSource& s, const Model& model, const SourceModule& m) {
+  const TensorLookup lookup = [&](const std::string& name) -> StoredTensor {
+    const ModelTensor* t = model.find(name);
+    if (t == nullptr) return {};
+    return {t->info, model.bytes(*t)};
+  };
+  DequantView v = s.layout->read_back(m.module, m.shape, lookup, s.options);
+  if (s.pow2_scales && !v.mx)
+    for (std::size_t b = 0; b < v.scale_inv.size(); ++b) {
+      int e = 0;
+      const float f = v.scale_inv[b];
+      if (!(f > 0) || !std::isfinite(f) || std::frexp(f, &e) != 0.5f)
+        throw PipelineError("tensor " + quote(m.tensors[1]->info->name) + ": scale " + std::to_string(b) + " is " +
+                            float_text(f) + ", not a power of two, where " + s.described_by + " promises them");
+    }
+  return v;
+}
+
+}  // namespace fp8q::checkpoint::reencode
