@@ -59,6 +59,16 @@ if "$fp8q" quantize --help >/dev/null 2>&1; then
     echo
     rows+=("$name|$(bytes_of "$dir")|$(accuracy_of "$dir")")
   done
+  # A quantized checkpoint converted from its exact values (docs/checkpoints.md, "Quantized
+  # inputs"): compressed-tensors FP8 per channel, as llm-compressor writes it, into Trainium2's
+  # and Trainium3's layouts, each weight reported exact or with its changed values.
+  for target in trn2 trn3-mx; do
+    dir="$out/ct-fp8-channel-to-$target"
+    echo "== fp8q quantize ${out#"$root"/}/ct-fp8-channel ${dir#"$root"/} --layout $target"
+    "$fp8q" quantize "$out/ct-fp8-channel" "$dir" --layout "$target" --force
+    echo
+    rows+=("ct-fp8 channel -> $target|$(bytes_of "$dir")|$(accuracy_of "$dir")")
+  done
 else
   echo "(\`fp8q quantize\` is not in this build: only the original model is evaluated)"
   echo

@@ -132,7 +132,7 @@ void print_report(const std::vector<ck::TensorReport>& tensors, const ck::Summar
               bytes_text(static_cast<double>(sum.in_bytes)).c_str(), bytes_text(static_cast<double>(sum.out_bytes)).c_str(),
               change, sum.seconds);
   if (sum.converted)
-    std::printf("converted %zu weights of a quantized input: %zu with every value exact, %zu requantized with changes\n",
+    std::printf("converted %zu weights of a quantized input: %zu with every value exact, %zu with changed values\n",
                 sum.converted, sum.converted_exact, sum.converted - sum.converted_exact);
   if (sum.quantized)
     std::printf("quantized weights overall: SQNR %.2f dB, max |err| %.4g, relative error %.4g, saturated %.2e\n",
