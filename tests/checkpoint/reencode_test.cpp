@@ -171,15 +171,24 @@ std::vector<double> input_values(const std::vector<std::uint8_t>& codes, const s
   return v;
 }
 
-TEST(ReencodePipeline, DeepSeekIntoTrainium2IsExactWithoutOddSubnormals) {
+// A DeepSeek-V3-style input in a scratch folder, and the options converting it into `layout`.
+struct DeepSeekInput {
   Dir d;
   std::vector<std::uint8_t> codes;
   std::vector<float> scales;
-  write_deepseek_style(d.path / "in", false, false, codes, scales);
   QuantizeCheckpointOptions o;
-  o.layout = "trn2";
-  o.require_exact = true;
-  const auto r = quantize_checkpoint(d.path / "in", d.path / "out", o);
+  DeepSeekInput(bool ue8m0, bool odd_subnormal, const std::string& layout, bool require_exact) {
+    write_deepseek_style(d.path / "in", ue8m0, odd_subnormal, codes, scales);
+    o.layout = layout;
+    o.require_exact = require_exact;
+  }
+  QuantizeResult run() const { return quantize_checkpoint(d.path / "in", d.path / "out", o); }
+};
+
+TEST(ReencodePipeline, DeepSeekIntoTrainium2IsExactWithoutOddSubnormals) {
+  DeepSeekInput in(false, false, "trn2", true);
+  auto& [d, codes, scales, o] = in;
+  const auto r = in.run();
   ASSERT_EQ(r.summary.converted, 1u);
   EXPECT_EQ(r.summary.converted_exact, 1u);
   const TensorReport& w = r.tensors.front();
@@ -194,14 +203,9 @@ TEST(ReencodePipeline, DeepSeekIntoTrainium2IsExactWithoutOddSubnormals) {
 }
 
 TEST(ReencodePipeline, RequireExactRefusesAChangeAndWritesNothing) {
-  Dir d;
-  std::vector<std::uint8_t> codes;
-  std::vector<float> scales;
-  write_deepseek_style(d.path / "in", false, true, codes, scales);
-  QuantizeCheckpointOptions o;
-  o.layout = "trn2";
-  o.require_exact = true;
-  try {
+  DeepSeekInput in(false, true, "trn2", true);
+  auto& [d, codes, scales, o] = in;
+try {
     quantize_checkpoint(d.path / "in", d.path / "out", o);
     FAIL() << "accepted";
   } catch (const PipelineError& e) {
@@ -222,26 +226,17 @@ TEST(ReencodePipeline, RequireExactRefusesAChangeAndWritesNothing) {
 }
 
 TEST(ReencodePipeline, Ue8m0ScalesIntoTrainium3MxAreExact) {
-  Dir d;
-  std::vector<std::uint8_t> codes;
-  std::vector<float> scales;
-  write_deepseek_style(d.path / "in", true, true, codes, scales);
-  QuantizeCheckpointOptions o;
-  o.layout = "trn3-mx";
-  o.require_exact = true;
-  const auto r = quantize_checkpoint(d.path / "in", d.path / "out", o);
+  DeepSeekInput in(true, true, "trn3-mx", true);
+  auto& [d, codes, scales, o] = in;
+  const auto r = in.run();
   EXPECT_TRUE(r.tensors.front().conversion->exact());
   EXPECT_EQ(output_values(d.path / "out", "trn3-mx", {}), input_values(codes, scales));
 }
 
 TEST(ReencodePipeline, Fp32ScalesIntoTrainium3MxAreRequantizedOnce) {
-  Dir d;
-  std::vector<std::uint8_t> codes;
-  std::vector<float> scales;
-  write_deepseek_style(d.path / "in", false, false, codes, scales);
-  QuantizeCheckpointOptions o;
-  o.layout = "trn3-mx";
-  const auto r = quantize_checkpoint(d.path / "in", d.path / "out", o);
+  DeepSeekInput in(false, false, "trn3-mx", false);
+  auto& [d, codes, scales, o] = in;
+  const auto r = in.run();
   const Conversion& c = *r.tensors.front().conversion;
   EXPECT_EQ(c.path, "requantized");
   EXPECT_GT(c.changed, 0u);
