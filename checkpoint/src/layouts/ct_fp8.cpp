@@ -5,7 +5,8 @@
 // fields); config/base.py CompressionFormat.float_quantized; the scale shapes its
 // initialize_module_for_quantization gives each strategy):
 //   <module>.weight        F8_E4M3 (e4m3fn) [out, in]
-//   <module>.weight_scale  the input dtype (BF16/F16/F32), the dequantization multiplier:
+//   <module>.weight_scale  the input dtype (BF16/F16/F32; a converted weight: its model's), the
+//                          dequantization multiplier:
 //                            tensor [1], channel [out, 1], block [ceil(out/128), ceil(in/128)]
 //   <module>.input_scale   the input dtype, [1]: only with static activation scales (--calib-data)
 //   symmetric, so no zero point is stored.
@@ -53,13 +54,14 @@ class CtFp8 final : public Layout {
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
     std::vector<TensorSpec> s = {
         {w.module + ".weight", DType::kF8_E4M3, w.shape},
-        {w.module + ".weight_scale", w.dtype, scale_shape(granularity(o), w.shape[0], w.shape[1])}};
-    if (w.input_amax) s.push_back({w.module + ".input_scale", w.dtype, {1}});
+        {w.module + ".weight_scale", w.scale_dtype.value_or(w.dtype), scale_shape(granularity(o), w.shape[0], w.shape[1])}};
+    if (w.input_amax) s.push_back({w.module + ".input_scale", w.scale_dtype.value_or(w.dtype), {1}});
     return s;
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    DivideQuantized q = quantize_divide(w, kE4M3FN, block_grid(granularity(o), {rows, cols}), w.dtype, o);
+    DivideQuantized q =
+        quantize_divide(w, kE4M3FN, block_grid(granularity(o), {rows, cols}), w.scale_dtype.value_or(w.dtype), o);
     QuantizedWeight out;
     out.view = grid_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), q.grid, std::move(q.scale_inv));
     out.tensors = store(w, out.view, o);
@@ -67,14 +69,15 @@ class CtFp8 final : public Layout {
   }
   std::vector<OutputTensor> store(const WeightRef& w, const DequantView& v, const LayoutOptions& o) const override {
     require_grid_view(v, FormatId::kE4M3FN, block_grid(granularity(o), {w.shape[0], w.shape[1]}), name());
+    const DType sd = w.scale_dtype.value_or(w.dtype);
     for (std::size_t b = 0; b < v.scale_inv.size(); ++b)
-      if (round_up_to(w.dtype, v.scale_inv[b]) != v.scale_inv[b])
-        throw std::invalid_argument("scale " + std::to_string(b) + " is not exact in " + std::string(dtype_name(w.dtype)));
+      if (round_up_to(sd, v.scale_inv[b]) != v.scale_inv[b])
+        throw std::invalid_argument("scale " + std::to_string(b) + " is not exact in " + std::string(dtype_name(sd)));
     const auto specs = plan(w, o);
-    std::vector<OutputTensor> out = {{specs[0], to_bytes(v.codes)}, {specs[1], encode_scales(v.scale_inv, w.dtype)}};
+    std::vector<OutputTensor> out = {{specs[0], to_bytes(v.codes)}, {specs[1], encode_scales(v.scale_inv, sd)}};
     if (w.input_amax) {
-      const float s = round_up_to(w.dtype, scale_inv_from_amax(*w.input_amax, kE4M3FN));
-      out.push_back({specs[2], encode_scales(std::span(&s, 1), w.dtype)});
+      const float s = round_up_to(sd, scale_inv_from_amax(*w.input_amax, kE4M3FN));
+      out.push_back({specs[2], encode_scales(std::span(&s, 1), sd)});
     }
     return out;
   }

@@ -38,7 +38,7 @@ QuantizeResult quantize_into(const fs::path& in, const fs::path& out_arg, const 
   pipeline::check_options(opt);
   pipeline::check_output_name(out_dir, out_arg);
   const Model model = Model::open(in);
-  pipeline::check_input_and_output(model, in, out_dir, opt.force);
+  pipeline::check_input_and_output(in, out_dir, opt.force);
   const auto source = reencode::quantized_source(model);
   // A quantized input's weights keep their granularity where the layout takes one and none is given.
   QuantizeCheckpointOptions options = opt;

@@ -89,7 +89,7 @@ void check_output_name(const fs::path& out_dir, const fs::path& out_arg) {
                         out_dir.filename().string() + "'; give the new directory's own name");
 }
 
-void check_input_and_output(const Model& model, const fs::path& in, const fs::path& out_dir, bool force) {
+void check_input_and_output(const fs::path& in, const fs::path& out_dir, bool force) {
   const fs::path parent = out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path();
   if (!fs::is_directory(parent)) throw PipelineError("output directory " + out_dir.string() + ": " + parent.string() + " is not a directory");
   check_no_overlap(in, out_dir);
@@ -147,6 +147,7 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
       it.weight.name = sm.module + ".weight";
       it.weight.module = sm.module;
       it.weight.dtype = DType::kF32;
+      it.weight.scale_dtype = source->model_dtype;
       it.weight.shape = sm.shape;
       ctx.quantized_modules.push_back(sm.module);
       ctx.quantized_shapes[sm.module] = sm.shape;

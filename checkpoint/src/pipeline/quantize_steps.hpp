@@ -34,8 +34,7 @@ CheckedOptions check_options(const QuantizeCheckpointOptions& opt);
 // OUT_DIR's own name, before IN is opened; then an output place that is a directory, apart
 // from IN, and free (or --force).
 void check_output_name(const std::filesystem::path& out_dir, const std::filesystem::path& out_arg);
-void check_input_and_output(const Model& model, const std::filesystem::path& in, const std::filesystem::path& out_dir,
-                            bool force);
+void check_input_and_output(const std::filesystem::path& in, const std::filesystem::path& out_dir, bool force);
 
 // One input tensor: kept (with the reason) or a weight to quantize, and its output tensors.
 // A quantized input's weight is the module's codes tensor, with `source` naming all its tensors.

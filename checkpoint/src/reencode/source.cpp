@@ -93,9 +93,26 @@ QuantizedSource from_compressed_tensors(const Json& q) {
   return s;
 }
 
-}  // namespace
+// The dtype the model computes in: config.json's "torch_dtype" (or "dtype"), else the dtype of
+// its first floating 2-D tensor, else BF16.
+DType model_dtype(const Model& model) {
+  if (model.config_json()) {
+    const Json c = Json::parse(*model.config_json(), nullptr, false);
+    for (const char* key : {"torch_dtype", "dtype"}) {
+      const std::string d = c.is_object() ? text_of(c, key) : std::string();
+      if (d == "bfloat16") return DType::kBF16;
+      if (d == "float16") return DType::kF16;
+      if (d == "float32") return DType::kF32;
+    }
+  }
+  for (const ModelTensor& t : model.tensors())
+    if (t.info->shape.size() == 2 &&
+        (t.info->dtype == DType::kBF16 || t.info->dtype == DType::kF16 || t.info->dtype == DType::kF32))
+      return t.info->dtype;
+  return DType::kBF16;
+}
 
-std::optional<QuantizedSource> quantized_source(const Model& model) {
+std::optional<QuantizedSource> read_layout(const Model& model) {
   const auto& meta = model.shards().front().metadata();
   if (auto it = meta.find(std::string(pipeline::kMetaLayout)); it != meta.end()) {
     QuantizedSource s;
@@ -123,6 +140,14 @@ std::optional<QuantizedSource> quantized_source(const Model& model) {
       throw PipelineError("tensor " + quote(t.info->name) + " is " + std::string(dtype_name(t.info->dtype)) +
                           " and config.json has no quantization_config: the layout of its scales is unknown");
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<QuantizedSource> quantized_source(const Model& model) {
+  std::optional<QuantizedSource> s = read_layout(model);
+  if (s) s->model_dtype = model_dtype(model);
+  return s;
 }
 
 std::optional<SourceModule> source_module(const QuantizedSource& s, const Model& model, const ModelTensor& t) {

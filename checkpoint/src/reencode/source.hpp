@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ struct QuantizedSource {
   std::string described_by;    // what named the layout: "config.json quant_method \"fp8\"", ...
   bool pow2_scales = false;    // the config promises power-of-two scales (scale_fmt "ue8m0")
   std::map<std::string, std::uint64_t> in_features;  // trn3-mx packed: each module's K
+  DType model_dtype = DType::kBF16;  // config.json's torch_dtype, else the first kept float weight's:
+                                     // the dtype a loader gives scales stored in the model's dtype
 };
 
 // The layout of a quantized input, from fp8q's shard metadata or config.json's

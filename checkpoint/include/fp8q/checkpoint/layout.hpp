@@ -49,6 +49,9 @@ struct WeightRef {
   std::vector<std::uint64_t> shape;  // [out, in]
   std::span<const std::byte> data;   // row-major, little-endian
   std::optional<float> input_amax;   // calibrated amax of the module's input (static scheme)
+  std::optional<DType> scale_dtype;  // ct-fp8's stored scale dtype where it is not `dtype`: a
+                                     // converted weight's values are F32, its model's dtype may
+                                     // be BF16, which compressed-tensors casts the scales to
 };
 
 struct OutputTensor {

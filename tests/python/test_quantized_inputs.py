@@ -1,0 +1,129 @@
+"""fp8q quantize on checkpoints that are quantized already (docs/checkpoints.md, "Quantized
+inputs").
+
+The loader suite's models are quantized by fp8q into an input layout, then converted into
+another. Every converted weight is compared with the input's values, decoded here independently
+of fp8q: the codes as torch's float8_e4m3fn (or ml_dtypes' float4_e2m1fn) in float64 times the
+scales in float64, which is exact. The report's changed count and largest change must be those
+of that comparison, and 0 where the pair is exact. Converted compressed-tensors outputs are then
+loaded by transformers + compressed-tensors. Where the conversion kept every value, each weight
+as the loader dequantizes it equals the input checkpoint's, as the loader dequantizes that one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from checkpoints import DTYPE, loaders_weight, tensors
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("compressed_tensors")
+
+LAYOUT_ARGS = {
+    "hf-fp8": ["--layout", "hf-fp8"],
+    "ct-fp8 channel": ["--layout", "ct-fp8", "--granularity", "row"],
+    "ct-fp8 block": ["--layout", "ct-fp8", "--granularity", "block128x128"],
+    "ct-mxfp8": ["--layout", "ct-mxfp8"],
+    "ct-mxfp4": ["--layout", "ct-mxfp4"],
+    "trn2": ["--layout", "trn2"],
+    "trn3-mx": ["--layout", "trn3-mx"],
+}
+# (input, output, every value kept)
+PAIRS = [
+    ("ct-mxfp8", "trn3-mx", True),
+    ("ct-mxfp4", "ct-mxfp8", True),
+    ("trn3-mx", "ct-mxfp8", True),
+    ("hf-fp8", "ct-fp8 block", False),  # fp32 scale_inv into the model's bf16 scales (below)
+    ("ct-fp8 channel", "ct-fp8 channel", True),
+    ("hf-fp8", "trn2", False),  # odd subnormals of e4m3fn have no e4m3 code at twice the scale
+    ("ct-fp8 channel", "trn3-mx", False),  # fp32 scales into power-of-two scales
+]
+
+
+def run(cli: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(cli), *args], capture_output=True, text=True)
+
+
+def exact_weights(q: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Every quantized weight of a checkpoint as float64 [out, in]: code x scale, exactly."""
+    import ml_dtypes
+
+    out = {}
+    for name, t in q.items():
+        if name.endswith(".weight_packed"):  # e2m1 two a byte, element 2i in the low nibble
+            module = name[: -len(".weight_packed")]
+            b = t.view(torch.uint8)
+            nib = torch.stack((b & 0xF, b >> 4), dim=-1).reshape(b.shape[0], -1).numpy().astype(np.uint8)
+            codes = torch.from_numpy(nib.view(ml_dtypes.float4_e2m1fn).astype(np.float64))
+        elif name.endswith(".weight") and t.dtype == torch.float8_e4m3fn:
+            module = name[: -len(".weight")]
+            codes = t.to(torch.float64)  # trn2's e4m3 values (<= 240) have e4m3fn's bit patterns
+        else:
+            continue
+        rows, cols = codes.shape
+        if module + ".weight_scale_inv" in q:
+            scale = q[module + ".weight_scale_inv"].to(torch.float64)
+        else:
+            scale = q[module + ".weight_scale"]
+            scale = torch.exp2(scale.to(torch.float64) - 127) if scale.dtype == torch.uint8 else scale.to(torch.float64)
+        if scale.numel() == 1:
+            full = scale.reshape(1, 1).expand(rows, cols)
+        elif scale.shape == (rows, 1):
+            full = scale.expand(rows, cols)
+        elif scale.dtype == torch.float64 and scale.shape[1] == (cols + 31) // 32 and q[module + ".weight_scale"].dtype == torch.uint8:
+            full = scale.repeat_interleave(32, dim=1)[:, :cols]
+        else:  # 128 x 128 blocks
+            full = scale.repeat_interleave(128, dim=0)[:rows].repeat_interleave(128, dim=1)[:, :cols]
+        out[module] = codes * full
+    return out
+
+
+@pytest.mark.parametrize("source,target,kept", PAIRS, ids=[f"{a}->{b}" for a, b, _ in PAIRS])
+def test_conversion_keeps_or_counts_every_value(tmp_path, cli, loader_models, source, target, kept):
+    src = loader_models["llama"]
+    done = run(cli, "quantize", str(src), str(tmp_path / "in"), *LAYOUT_ARGS[source])
+    assert done.returncode == 0, done.stderr
+    done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), *LAYOUT_ARGS[target], "--json")
+    assert done.returncode == 0, done.stderr
+    report = {t["name"].rsplit(".", 1)[0]: t["conversion"] for t in json.loads(done.stdout)["tensors"] if "conversion" in t}
+    before, after = exact_weights(tensors(tmp_path / "in")), exact_weights(tensors(tmp_path / "out"))
+    assert set(report) == set(before) == set(after) and len(before) >= 12
+    for module, x in before.items():
+        y = after[module]
+        changed = (x != y) & ~(x.isnan() & y.isnan())
+        assert report[module]["changed"] == int(changed.sum()), module
+        largest = float((x - y).abs()[changed].max()) if changed.any() else 0.0
+        assert report[module]["max_change"] == largest, module
+        assert report[module]["exact"] == (not changed.any())
+    total = sum(r["changed"] for r in report.values())
+    assert (total == 0) == kept, total
+    # --require-exact agrees: it passes exactly where nothing changed, and writes nothing where it fails
+    done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "strict"), *LAYOUT_ARGS[target], "--require-exact")
+    assert done.returncode == (0 if kept else 2), done.stderr
+    assert (tmp_path / "strict").exists() == kept
+
+
+LOADED = [(a, b) for a, b, _ in PAIRS if b.startswith("ct-")]
+
+
+@pytest.mark.parametrize("source,target", LOADED, ids=[f"{a}->{b}" for a, b in LOADED])
+def test_loader_reads_the_converted_values(tmp_path, cli, loader_models, source, target):
+    """transformers + compressed-tensors dequantize every converted weight to its exact value
+    rounded once to bf16. compressed-tensors casts weight_scale to the model's dtype on loading,
+    so a converted ct-fp8 weight stores its scales in that dtype: fp32 scales would be rounded
+    to bf16 by the loader, silently."""
+    src = loader_models["llama"]
+    assert run(cli, "quantize", str(src), str(tmp_path / "in"), *LAYOUT_ARGS[source]).returncode == 0
+    assert run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), *LAYOUT_ARGS[target]).returncode == 0
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype=DTYPE).eval()
+    q = tensors(tmp_path / "out")
+    exact = exact_weights(q)
+    for module, x in exact.items():
+        name = module + ".weight_packed" if module + ".weight_packed" in q else module + ".weight"
+        assert torch.equal(loaders_weight(loaded, name, DTYPE), x.to(DTYPE)), module
+    assert len(exact) >= 12
