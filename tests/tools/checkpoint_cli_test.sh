@@ -155,6 +155,11 @@ check "--require-exact where a value changes" 2 '--require-exact: tensor "model.
 expect "--require-exact wrote nothing" test ! -e "$tmp/x"
 mkdir "$tmp/awq" && cp "$tmp/model/model.safetensors" "$tmp/awq/" && echo '{"quantization_config": {"quant_method": "awq"}}' > "$tmp/awq/config.json"
 check "a quant_method fp8q does not read" 2 'quant_method is "awq"' -- "$fp8q" quantize "$tmp/awq" "$tmp/x" --layout trn2
+check "inspect: the layout quantize reads" 0 '' -- "$fp8q" inspect "$tmp/q-ct-mxfp8"
+expect "inspect names the layout" grep -q 'read as: layout ct-mxfp8 (__metadata__ fp8q.layout = "ct-mxfp8")' "$tmp/out"
+expect "inspect names each tensor's role" grep -Eq 'weight_scale +U8 +\[128, 4\] +scales of model.layers.0.self_attn.q_proj' "$tmp/out"
+check "inspect: a quantized model fp8q cannot read is still listed" 0 '' -- "$fp8q" inspect "$tmp/awq"
+expect "inspect says why" grep -q 'read as: not readable by fp8q quantize: config.json: quantization_config.quant_method is "awq"' "$tmp/out"
 # every kept 2-D weight is listed as not converted (a name cannot tell an Embedding from a Linear)
 expect "ct-fp8 ignore lists the kept 2-D weights" "$py" -c 'import json,sys; i=json.load(open(sys.argv[1]))["quantization_config"]["ignore"]; assert i == ["lm_head", "model.embed_tokens"], i' "$tmp/q-ct-fp8/config.json"
 

@@ -3,13 +3,14 @@
 //                [--max-shard-size BYTES] [--allow-nonfinite] [--require-exact] [--force] [--json]
 //   IN may be quantized already (docs/checkpoints.md, "Quantized inputs"): its weights are converted.
 // fp8q verify OUT_DIR --against IN [--threads N] [--json]
-// fp8q inspect FILE|DIR [--json]
+// fp8q inspect FILE|DIR [--json]      (with the layout quantize reads it as, and each tensor's role)
 // A checkpoint (a .safetensors file or a Hugging Face model directory) into an FP8/MXFP8
 // layout (checkpoint/pipeline.hpp), and the checks around it. Progress goes to stderr (a bar
 // on a terminal, one line per tensor otherwise); the report goes to stdout.
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -262,31 +263,54 @@ void run_inspect(const InspectArgs& a) {
     const Json config = Json::parse(*m.config_json());
     if (config.contains("quantization_config")) qc = config["quantization_config"];
   }
+  // The layout as quantize reads it; a quantized checkpoint it cannot read is still listed.
+  ck::CheckpointLayout layout;
+  std::string unreadable;
+  try {
+    layout = ck::describe_checkpoint(m);
+  } catch (const ck::PipelineError& e) {
+    unreadable = e.what();
+  }
+  std::map<std::string, std::string> role(layout.roles.begin(), layout.roles.end());
   if (a.json) {
     Json list = Json::array();
-    for (const auto& t : m.tensors())
-      list.push_back(Json{{"name", t.info->name},
-                          {"dtype", std::string(ck::dtype_name(t.info->dtype))},
-                          {"shape", t.info->shape},
-                          {"bytes", t.info->byte_size()},
-                          {"file", m.shards()[t.shard].path().filename().string()}});
+    for (const auto& t : m.tensors()) {
+      Json j{{"name", t.info->name},
+             {"dtype", std::string(ck::dtype_name(t.info->dtype))},
+             {"shape", t.info->shape},
+             {"bytes", t.info->byte_size()},
+             {"file", m.shards()[t.shard].path().filename().string()}};
+      if (unreadable.empty()) j["role"] = role[t.info->name];
+      list.push_back(j);
+    }
     Json files = Json::array();
     for (const auto& s : m.shards()) files.push_back(s.path().filename().string());
     Json meta = Json::object();
     for (const auto& [k, v] : m.shards().front().metadata()) meta[k] = v;
+    Json read_as = unreadable.empty() ? Json{{"layout", layout.layout.empty() ? Json(nullptr) : Json(layout.layout)},
+                                             {"described_by", layout.described_by}}
+                                       : Json{{"error", unreadable}};
     std::printf("%s\n", json_text(Json{{"path", a.path}, {"files", files}, {"metadata", meta}, {"quantization_config", qc},
-                                       {"tensors", list}, {"total_bytes", m.total_bytes()}})
+                                       {"read_as", read_as}, {"tensors", list}, {"total_bytes", m.total_bytes()}})
                            .c_str());
     return;
   }
   std::printf("%s: %zu file(s), %zu tensors, %s\n", a.path.c_str(), m.shards().size(), m.tensors().size(),
               bytes_text(static_cast<double>(m.total_bytes())).c_str());
   for (const auto& [k, v] : m.shards().front().metadata()) std::printf("  metadata %s = %s\n", k.c_str(), v.c_str());
-  std::printf("%-64s %-8s %-22s %s\n", "tensor", "dtype", "shape", m.shards().size() > 1 ? "file" : "");
+  if (!unreadable.empty())
+    std::printf("read as: not readable by fp8q quantize: %s\n", unreadable.c_str());
+  else if (layout.layout.empty())
+    std::printf("read as: not quantized\n");
+  else
+    std::printf("read as: layout %s (%s)\n", layout.layout.c_str(), layout.described_by.c_str());
+  std::printf("%-64s %-8s %-22s %s%s\n", "tensor", "dtype", "shape", m.shards().size() > 1 ? "file  " : "",
+              unreadable.empty() ? "role" : "");
   for (const auto& t : m.tensors())
-    std::printf("%-64s %-8s %-22s %s\n", t.info->name.c_str(), std::string(ck::dtype_name(t.info->dtype)).c_str(),
+    std::printf("%-64s %-8s %-22s %s%s\n", t.info->name.c_str(), std::string(ck::dtype_name(t.info->dtype)).c_str(),
                 shape_text(t.info->shape).c_str(),
-                m.shards().size() > 1 ? m.shards()[t.shard].path().filename().string().c_str() : "");
+                m.shards().size() > 1 ? (m.shards()[t.shard].path().filename().string() + "  ").c_str() : "",
+                role[t.info->name].c_str());
   std::printf("quantization_config: %s\n", qc.is_null() ? "none" : json_text(qc).c_str());
 }
 

@@ -209,3 +209,28 @@ DequantView read_source(const QuantizedSource& s, const Model& model, const Sour
 }
 
 }  // namespace fp8q::checkpoint::reencode
+
+namespace fp8q::checkpoint {
+
+CheckpointLayout describe_checkpoint(const Model& model) {
+  CheckpointLayout d;
+  const auto source = reencode::quantized_source(model);
+  std::map<std::string, std::string> role;
+  if (source) {
+    d.layout = std::string(source->layout->name());
+    d.described_by = source->described_by;
+    for (const ModelTensor& t : model.tensors())
+      if (auto m = reencode::source_module(*source, model, t)) {
+        role[t.info->name] = "codes of " + m->module + ", W [" + std::to_string(m->shape[0]) + ", " +
+                             std::to_string(m->shape[1]) + "]";
+        for (std::size_t i = 1; i < m->tensors.size(); ++i) role[m->tensors[i]->info->name] = "scales of " + m->module;
+      }
+  }
+  for (const ModelTensor& t : model.tensors()) {
+    const auto r = role.find(t.info->name);
+    d.roles.emplace_back(t.info->name, r != role.end() ? r->second : std::string("high precision"));
+  }
+  return d;
+}
+
+}  // namespace fp8q::checkpoint

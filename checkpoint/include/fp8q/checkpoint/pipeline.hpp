@@ -112,6 +112,17 @@ struct QuantizeResult {
 QuantizeResult quantize_checkpoint(const std::filesystem::path& in, const std::filesystem::path& out_dir,
                                    const QuantizeCheckpointOptions& options, const ProgressFn& progress = {});
 
+// How quantize reads a checkpoint (docs/checkpoints.md, "Quantized inputs"): its quantized
+// layout (empty when it holds no quantized weight), what named it, and each tensor's role:
+// "codes of M, W [out, in]", "scales of M" (a module's other tensors), or "high precision".
+// Throws PipelineError for a quantized checkpoint fp8q cannot read, as quantize would.
+struct CheckpointLayout {
+  std::string layout;
+  std::string described_by;
+  std::vector<std::pair<std::string, std::string>> roles;  // (tensor, role), in the model's order
+};
+CheckpointLayout describe_checkpoint(const Model& model);
+
 // verify OUT_DIR against IN: reads the layout from OUT_DIR's safetensors metadata, dequantizes
 // every quantized weight and measures it against IN (a problem below 10 dB SQNR, or NaN:
 // codes or scales that do not encode IN), checks that every other tensor of IN is in OUT_DIR
