@@ -30,6 +30,7 @@ LAYOUT_ARGS = {
     "ct-fp8 block": ["--layout", "ct-fp8", "--granularity", "block128x128"],
     "ct-mxfp8": ["--layout", "ct-mxfp8"],
     "ct-mxfp4": ["--layout", "ct-mxfp4"],
+    "ct-nvfp4": ["--layout", "ct-nvfp4"],
     "trn2": ["--layout", "trn2"],
     "trn3-mx": ["--layout", "trn3-mx"],
 }
@@ -42,6 +43,7 @@ PAIRS = [
     ("ct-fp8 channel", "ct-fp8 channel", True),
     ("hf-fp8", "trn2", False),  # odd subnormals of e4m3fn have no e4m3 code at twice the scale
     ("ct-fp8 channel", "trn3-mx", False),  # fp32 scales into power-of-two scales
+    ("ct-nvfp4", "trn3-mx", False),  # e2m1 x fp32(s / S) into MXFP8
 ]
 
 
@@ -66,6 +68,10 @@ def exact_weights(q: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         else:
             continue
         rows, cols = codes.shape
+        if module + ".weight_global_scale" in q:  # NVFP4: compressed-tensors' fp32(s / S) per 1 x 16
+            s = q[module + ".weight_scale"].to(torch.float32) / q[module + ".weight_global_scale"].to(torch.float32)
+            out[module] = codes * s.to(torch.float64).repeat_interleave(16, dim=1)
+            continue
         if module + ".weight_scale_inv" in q:
             scale = q[module + ".weight_scale_inv"].to(torch.float64)
         else:

@@ -17,7 +17,8 @@ namespace {
 
 const char* const kReads =
     "fp8q reads quant_method \"fp8\" (DeepSeek-V3 / Transformers fine-grained FP8, 128x128 blocks), "
-    "\"compressed-tensors\" (float-quantized, mxfp8-quantized, mxfp4-pack-quantized) and fp8q's own layouts";
+    "\"compressed-tensors\" (float-quantized, mxfp8-quantized, mxfp4-pack-quantized, nvfp4-pack-quantized) "
+    "and fp8q's own layouts";
 
 [[noreturn]] void refuse(const std::string& what) { throw PipelineError(what + "; " + kReads); }
 
@@ -87,6 +88,8 @@ QuantizedSource from_compressed_tensors(const Json& q) {
     s.layout = layout_named("ct-mxfp8");
   } else if (format == "mxfp4-pack-quantized") {
     s.layout = layout_named("ct-mxfp4");
+  } else if (format == "nvfp4-pack-quantized") {
+    s.layout = layout_named("ct-nvfp4");
   } else {
     refuse("config.json: quantization_config.format " + quote(format) + " is not read");
   }
