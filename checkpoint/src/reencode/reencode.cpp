@@ -1,56 +1,89 @@
 #include "reencode/reencode.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/convert.hpp"
 
 namespace fp8q::checkpoint::reencode {
 
-std::vector<double> exact_values(const DequantView& v) {
-  const Format& f = format_of(v.element);
-  std::vector<double> out(v.rows * v.cols);
-  for (std::size_t r = 0; r < v.rows; ++r)
-    for (std::size_t c = 0; c < v.cols; ++c) {
-      const std::size_t i = r * v.cols + c;
-      // at most 8 significant bits times fp32's 24: exact in fp64
-      out[i] = decode_f64(v.codes[i], f) * static_cast<double>(v.scale(r, c));
-    }
-  return out;
-}
+namespace {
 
-std::vector<float> round_to_odd_f32(const std::vector<double>& values, std::uint64_t& rounded) {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A view's exact values, one row at a time: every code's value and every E8M0 scale as doubles.
+class Decoder {
+ public:
+  explicit Decoder(const DequantView& v) : v_(v) {
+    const Format& f = format_of(v.element);
+    for (std::size_t i = 0; i < 256; ++i) code_[i] = f.bits() < 8 && (i >> f.bits()) != 0 ? kNaN : decode_f64(i, f);
+    for (int e = 0; e < 256; ++e) pow2_[e] = e == 255 ? kNaN : std::ldexp(1.0, e - 127);
+  }
+  // out[c] = decode(code(r, c)) * scale(r, c): at most 8 significant bits times 24, exact in fp64.
+  void row(std::size_t r, double* out) const {
+    const std::uint8_t* q = v_.codes.data() + r * v_.cols;
+    if (v_.mx) {
+      const std::uint8_t* e = v_.e8m0.data() + r * v_.groups_per_row;
+      for (std::size_t c = 0; c < v_.cols; ++c) out[c] = code_[q[c]] * pow2_[e[v_.group_of_col[c]]];
+      return;
+    }
+    const std::size_t bc = v_.grid.block_cols;
+    const float* s = v_.scale_inv.data() + (r / v_.grid.block_rows) * v_.grid.grid_cols();
+    for (std::size_t c0 = 0, b = 0; c0 < v_.cols; c0 += bc, ++b) {
+      const double scale = s[b];
+      for (std::size_t c = c0; c < std::min(v_.cols, c0 + bc); ++c) out[c] = code_[q[c]] * scale;
+    }
+  }
+
+ private:
+  const DequantView& v_;
+  std::array<double, 256> code_{}, pow2_{};
+};
+
+// fp32 round-to-odd of x: the fp32 truncation of x with its last bit set when x is inexact. In
+// fp32's normal range by the bits of x (no FP environment involved); elsewhere by the scalar
+// conversion.
+float to_odd_f32(double x, std::uint64_t& rounded) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, 8);
+  const std::uint64_t mag = b & ~(std::uint64_t{1} << 63);
+  const int e = static_cast<int>(mag >> 52) - 1023;
+  if (mag == 0) return float_of(static_cast<std::uint32_t>(b >> 32 & 0x80000000u));  // +/-0
+  if (e >= -126 && e <= 127) {
+    const bool sticky = (mag & ((std::uint64_t{1} << 29) - 1)) != 0;
+    rounded += sticky;
+    std::uint32_t f = static_cast<std::uint32_t>(e + 127) << 23 | static_cast<std::uint32_t>((mag >> 29) & 0x7FFFFF);
+    f |= static_cast<std::uint32_t>(sticky) | static_cast<std::uint32_t>(b >> 32 & 0x80000000u);
+    return float_of(f);
+  }
+  if (std::isnan(x)) return std::numeric_limits<float>::quiet_NaN();
   ConvertOptions o;
   o.rounding = Rounding::kOdd;
   o.overflow = Overflow::kInfOrNan;  // beyond fp32: max finite under round-to-odd; Inf stays Inf
-  std::vector<float> out(values.size());
-  rounded = 0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double x = values[i];
-    if (std::isnan(x)) {
-      out[i] = std::numeric_limits<float>::quiet_NaN();
-      continue;
-    }
-    out[i] = float_of(static_cast<std::uint32_t>(encode_f64(x, kF32, o)));
-    rounded += static_cast<double>(out[i]) != x;
-  }
-  return out;
+  const float f = float_of(static_cast<std::uint32_t>(encode_f64(x, kF32, o)));
+  rounded += static_cast<double>(f) != x;
+  return f;
 }
 
-namespace {
-
-// codes[i] = the nearest-even code of values[i] / scale for every i in `members`; false when a
-// quotient is not exact in fp64 (a value from another source scale), so that the code is one
-// rounding of the exact value.
-bool encode_members(const std::vector<double>& values, const std::vector<std::size_t>& members, double scale,
-                    const Format& f, std::vector<std::uint8_t>& codes) {
-  for (std::size_t i : members) {
-    const double q = values[i] / scale;
-    if (q * scale != values[i]) return false;
-    codes[i] = static_cast<std::uint8_t>(encode_f64(q, f));
+// c.changed / c.max_change: a's exact values against b's (same shape; NaN equals NaN).
+void count_changes(const DequantView& a, const DequantView& b, Conversion& c) {
+  const Decoder da(a), db(b);
+  std::vector<double> x(a.cols), y(a.cols);
+  c.changed = 0;
+  c.max_change = 0;
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    da.row(r, x.data());
+    db.row(r, y.data());
+    for (std::size_t i = 0; i < a.cols; ++i) {
+      if (x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i]))) continue;
+      ++c.changed;
+      const double d = std::isnan(x[i]) || std::isnan(y[i]) ? std::numeric_limits<double>::infinity() : std::fabs(x[i] - y[i]);
+      if (!(d <= c.max_change)) c.max_change = d;
+    }
   }
-  return true;
 }
 
 // The smallest j with amax <= max_finite * 2^j * base.
@@ -62,78 +95,105 @@ int smallest_exponent(double amax, double base, double max_finite) {
 
 }  // namespace
 
-std::optional<DequantView> source_scaled_encoding(const std::vector<double>& values, const DequantView& source,
-                                                  const DequantView& structure) {
+std::vector<double> exact_values(const DequantView& v) {
+  std::vector<double> out(v.rows * v.cols);
+  const Decoder d(v);
+  for (std::size_t r = 0; r < v.rows; ++r) d.row(r, out.data() + r * v.cols);
+  return out;
+}
+
+std::vector<float> round_to_odd_f32(const std::vector<double>& values, std::uint64_t& rounded) {
+  std::vector<float> out(values.size());
+  rounded = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = to_odd_f32(values[i], rounded);
+  return out;
+}
+
+std::optional<DequantView> source_scaled_encoding(const DequantView& source, const DequantView& structure) {
   const Format& f = format_of(structure.element);
   const double max_finite = f.max_finite();
-  DequantView out = structure;
   const std::size_t rows = structure.rows, cols = structure.cols;
-  // The members of each block: (row, block) for MX, grid index otherwise.
+  const Decoder values(source);
+  std::vector<double> x(cols);
+  // block (r, c) = row_base(r) + col_block[c]
+  std::vector<std::uint32_t> col_block(cols);
+  for (std::size_t c = 0; c < cols; ++c)
+    col_block[c] = structure.mx ? structure.group_of_col[c] : static_cast<std::uint32_t>(c / structure.grid.block_cols);
+  auto row_base = [&](std::size_t r) {
+    return structure.mx ? r * structure.groups_per_row : (r / structure.grid.block_rows) * structure.grid.grid_cols();
+  };
+  // Pass 1: each block's largest |value| and the source scale of that value.
   const std::size_t blocks = structure.mx ? rows * structure.groups_per_row : structure.scale_inv.size();
-  std::vector<std::vector<std::size_t>> members(blocks);
-  for (std::size_t r = 0; r < rows; ++r)
+  std::vector<double> amax(blocks, 0.0), base(blocks, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    values.row(r, x.data());
+    const std::size_t rb = row_base(r);
     for (std::size_t c = 0; c < cols; ++c) {
-      const std::size_t b = structure.mx ? r * structure.groups_per_row + structure.group_of_col[c]
-                                         : structure.grid.scale_index(r, c);
-      members[b].push_back(r * cols + c);
+      if (!std::isfinite(x[c])) return std::nullopt;
+      const std::size_t b = rb + col_block[c];
+      if (std::fabs(x[c]) > amax[b]) amax[b] = std::fabs(x[c]), base[b] = source.scale(r, c);
     }
+  }
+  // The scales: the smallest of each block's family that holds its largest value; an all-zero
+  // block keeps the structure's.
+  DequantView out = structure;
+  std::vector<double> scale(blocks);
   for (std::size_t b = 0; b < blocks; ++b) {
-    double amax = 0;
-    std::size_t at = 0;
-    for (std::size_t i : members[b]) {
-      if (std::isnan(values[i]) || std::isinf(values[i])) return std::nullopt;
-      if (std::fabs(values[i]) > amax) amax = std::fabs(values[i]), at = i;
+    if (structure.mx) {
+      scale[b] = std::ldexp(1.0, static_cast<int>(structure.e8m0[b]) - 127);
+      if (amax[b] == 0) continue;
+      const int k = smallest_exponent(amax[b], 1.0, max_finite);
+      if (k < -127 || k > 127) return std::nullopt;
+      out.e8m0[b] = static_cast<std::uint8_t>(k + 127);
+      scale[b] = std::ldexp(1.0, k);
+    } else {
+      scale[b] = structure.scale_inv[b];
+      if (amax[b] == 0) continue;
+      scale[b] = std::ldexp(base[b], smallest_exponent(amax[b], base[b], max_finite));
+      if (!(scale[b] > 0) || static_cast<double>(static_cast<float>(scale[b])) != scale[b]) return std::nullopt;
+      out.scale_inv[b] = static_cast<float>(scale[b]);
     }
-    double scale = structure.mx ? std::ldexp(1.0, static_cast<int>(structure.e8m0[b]) - 127) : structure.scale_inv[b];
-    if (amax > 0) {
-      if (structure.mx) {
-        const int k = smallest_exponent(amax, 1.0, max_finite);
-        if (k < -127 || k > 127) return std::nullopt;
-        out.e8m0[b] = static_cast<std::uint8_t>(k + 127);
-        scale = std::ldexp(1.0, k);
-      } else {
-        // the source's scale of the block's largest element, times the power of two that fits
-        const double base = source.scale(at / cols, at % cols);
-        scale = std::ldexp(base, smallest_exponent(amax, base, max_finite));
-        if (!(scale > 0) || static_cast<double>(static_cast<float>(scale)) != scale) return std::nullopt;
-        out.scale_inv[b] = static_cast<float>(scale);
-      }
+  }
+  // Pass 2: value / scale, exact in fp64 or the encoding is refused, as its fp32 round-to-odd
+  // through the bulk nearest-even conversion (one rounding of the exact quotient).
+  std::vector<float> q(cols);
+  std::uint64_t unused = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    values.row(r, x.data());
+    const double* row_scale = scale.data() + row_base(r);
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double s = row_scale[col_block[c]];
+      const double v = x[c] / s;
+      if (v * s != x[c]) return std::nullopt;
+      q[c] = to_odd_f32(v, unused);
     }
-    if (!encode_members(values, members[b], scale, f, out.codes)) return std::nullopt;
+    convert(q, std::span<std::uint8_t>(out.codes.data() + r * cols, cols), f);
   }
   return out;
 }
 
-namespace {
-
-void count_changes(const std::vector<double>& want, const std::vector<double>& got, Conversion& c) {
-  c.changed = 0;
-  c.max_change = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const double a = want[i], b = got[i];
-    if (a == b || (std::isnan(a) && std::isnan(b))) continue;
-    ++c.changed;
-    const double d = std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::infinity() : std::fabs(a - b);
-    if (!(d <= c.max_change)) c.max_change = d;
-  }
-}
-
-}  // namespace
-
 Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w, const LayoutOptions& options) {
   Reencoded r;
-  const std::vector<double> exact = exact_values(source);
-  r.values = round_to_odd_f32(exact, r.report.fp32_rounded);
+  {
+    const Decoder values(source);
+    std::vector<double> x(source.cols);
+    r.values.resize(source.rows * source.cols);
+    for (std::size_t row = 0; row < source.rows; ++row) {
+      values.row(row, x.data());
+      float* out = r.values.data() + row * source.cols;
+      for (std::size_t c = 0; c < source.cols; ++c) out[c] = to_odd_f32(x[c], r.report.fp32_rounded);
+    }
+  }
   w.dtype = DType::kF32;
   w.data = std::as_bytes(std::span<const float>(r.values));
   r.q = target.quantize(w, options);
   r.report.path = "requantized";
-  count_changes(exact, exact_values(r.q.view), r.report);
+  count_changes(source, r.q.view, r.report);
   if (r.report.changed == 0) return r;
-  auto view = source_scaled_encoding(exact, source, r.q.view);
+  auto view = source_scaled_encoding(source, r.q.view);
   if (!view) return r;
   Conversion c = r.report;
-  count_changes(exact, exact_values(*view), c);
+  count_changes(source, *view, c);
   if (c.changed >= r.report.changed) return r;
   try {
     r.q.tensors = target.store(w, *view, options);

@@ -30,8 +30,7 @@ std::vector<float> round_to_odd_f32(const std::vector<double>& values, std::uint
 // `structure` is the target's view of the same weight (element format, grid or MX groups); its
 // scales are kept for all-zero blocks. nullopt when a block's quotients are not exact in fp64
 // (values of different source scales) or a scale does not fit.
-std::optional<DequantView> source_scaled_encoding(const std::vector<double>& values, const DequantView& source,
-                                                  const DequantView& structure);
+std::optional<DequantView> source_scaled_encoding(const DequantView& source, const DequantView& structure);
 
 struct Reencoded {
   QuantizedWeight q;
