@@ -72,8 +72,8 @@ TEST(Reencode, E4m3fnIntoTrainium2HalvesCodesAndDoublesScales) {
   const auto values = exact_values(src);
   const auto out = reencode::source_scaled_encoding(src, structure);
   ASSERT_TRUE(out);
-  EXPECT_EQ(out->scale_inv[0], 0.74f);
-  const auto got = exact_values(*out);
+  EXPECT_EQ(out->view.scale_inv[0], 0.74f);
+  const auto got = exact_values(out->view);
   std::size_t changed = 0;
   for (std::size_t i = 0; i < n; ++i)
     if (got[i] != values[i]) {
@@ -84,6 +84,7 @@ TEST(Reencode, E4m3fnIntoTrainium2HalvesCodesAndDoublesScales) {
       EXPECT_EQ(std::fmod(v * 512, 2.0), 1.0) << int(codes[i]);
     }
   EXPECT_EQ(changed, 16u);  // 8 codes, both signs
+  EXPECT_EQ(out->changed, changed);
 }
 
 TEST(Reencode, MxfpScalesArePowersOfTwoAndExact) {
@@ -106,8 +107,9 @@ TEST(Reencode, MxfpScalesArePowersOfTwoAndExact) {
   const auto values = exact_values(src);
   const auto out = reencode::source_scaled_encoding(src, structure);
   ASSERT_TRUE(out);
-  EXPECT_EQ(out->e8m0, src.e8m0);
-  EXPECT_EQ(exact_values(*out), values);
+  EXPECT_EQ(out->view.e8m0, src.e8m0);
+  EXPECT_EQ(exact_values(out->view), values);
+  EXPECT_EQ(out->changed, 0u);
 }
 
 // ---- the pipeline on a DeepSeek-V3-style checkpoint ----
@@ -261,6 +263,11 @@ TEST(ReencodePipeline, Fp32ScalesIntoTrainium3MxAreRequantizedOnce) {
     if (got[i] != exact[i]) ++changed, largest = std::max(largest, std::fabs(got[i] - exact[i]));
   EXPECT_EQ(c.changed, changed);
   EXPECT_EQ(c.max_change, largest);
+  // the same bytes and report with 3 threads
+  o.layout_options.threads = 3;
+  const auto r3 = quantize_checkpoint(d.path / "in", d.path / "out3", o);
+  EXPECT_EQ(r3.tensors.front().conversion->changed, c.changed);
+  EXPECT_EQ(testing::read_raw(d.path / "out3" / "model.safetensors"), testing::read_raw(d.path / "out" / "model.safetensors"));
 }
 
 TEST(ReencodePipeline, LoudOnWhatLoadersReadSilently) {

@@ -1,12 +1,17 @@
 #include "reencode/reencode.hpp"
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include <atomic>
+#include <mutex>
+
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/convert.hpp"
+#include "fp8q/numerics/parallel.hpp"
 
 namespace fp8q::checkpoint::reencode {
 
@@ -51,13 +56,13 @@ float to_odd_f32(double x, std::uint64_t& rounded) {
   std::memcpy(&b, &x, 8);
   const std::uint64_t mag = b & ~(std::uint64_t{1} << 63);
   const int e = static_cast<int>(mag >> 52) - 1023;
-  if (mag == 0) return float_of(static_cast<std::uint32_t>(b >> 32 & 0x80000000u));  // +/-0
+  if (mag == 0) return std::bit_cast<float>(static_cast<std::uint32_t>(b >> 32 & 0x80000000u));  // +/-0
   if (e >= -126 && e <= 127) {
     const bool sticky = (mag & ((std::uint64_t{1} << 29) - 1)) != 0;
     rounded += sticky;
     std::uint32_t f = static_cast<std::uint32_t>(e + 127) << 23 | static_cast<std::uint32_t>((mag >> 29) & 0x7FFFFF);
     f |= static_cast<std::uint32_t>(sticky) | static_cast<std::uint32_t>(b >> 32 & 0x80000000u);
-    return float_of(f);
+    return std::bit_cast<float>(f);
   }
   if (std::isnan(x)) return std::numeric_limits<float>::quiet_NaN();
   ConvertOptions o;
@@ -68,22 +73,40 @@ float to_odd_f32(double x, std::uint64_t& rounded) {
   return f;
 }
 
-// c.changed / c.max_change: a's exact values against b's (same shape; NaN equals NaN).
-void count_changes(const DequantView& a, const DequantView& b, Conversion& c) {
+// Rows are independent work; a thread takes whole chunks of `unit` rows (a scale block's height).
+template <class Body>
+void over_rows(std::size_t rows, std::size_t unit, int threads, const Body& body) {
+  const std::size_t units = (rows + unit - 1) / unit;
+  parallel_chunks(units, threads, [&](std::size_t b, std::size_t e) { body(b * unit, std::min(rows, e * unit)); },
+                  ChunkGrain{.align = 1, .min_per_thread = 1});
+}
+
+// c.changed / c.max_change: a's exact values against b's (same shape; NaN equals NaN). The sum
+// and the maximum do not depend on how the rows are split.
+void count_changes(const DequantView& a, const DequantView& b, Conversion& c, int threads) {
   const Decoder da(a), db(b);
-  std::vector<double> x(a.cols), y(a.cols);
+  std::mutex m;
   c.changed = 0;
   c.max_change = 0;
-  for (std::size_t r = 0; r < a.rows; ++r) {
-    da.row(r, x.data());
-    db.row(r, y.data());
-    for (std::size_t i = 0; i < a.cols; ++i) {
-      if (x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i]))) continue;
-      ++c.changed;
-      const double d = std::isnan(x[i]) || std::isnan(y[i]) ? std::numeric_limits<double>::infinity() : std::fabs(x[i] - y[i]);
-      if (!(d <= c.max_change)) c.max_change = d;
+  over_rows(a.rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
+    std::vector<double> x(a.cols), y(a.cols);
+    std::uint64_t changed = 0;
+    double largest = 0;
+    for (std::size_t r = r0; r < r1; ++r) {
+      da.row(r, x.data());
+      db.row(r, y.data());
+      for (std::size_t i = 0; i < a.cols; ++i) {  // branch-free: NaN - x is NaN, which max() drops
+        const bool nx = x[i] != x[i], ny = y[i] != y[i];
+        const bool differ = x[i] != y[i] && !(nx && ny);
+        changed += differ;
+        const double d = nx != ny ? std::numeric_limits<double>::infinity() : differ ? std::fabs(x[i] - y[i]) : 0.0;
+        largest = d > largest ? d : largest;
+      }
     }
-  }
+    const std::lock_guard<std::mutex> lock(m);
+    c.changed += changed;
+    if (!(largest <= c.max_change)) c.max_change = largest;
+  });
 }
 
 // The smallest j with amax <= max_finite * 2^j * base.
@@ -109,12 +132,11 @@ std::vector<float> round_to_odd_f32(const std::vector<double>& values, std::uint
   return out;
 }
 
-std::optional<DequantView> source_scaled_encoding(const DequantView& source, const DequantView& structure) {
+std::optional<Encoding> source_scaled_encoding(const DequantView& source, const DequantView& structure, int threads) {
   const Format& f = format_of(structure.element);
   const double max_finite = f.max_finite();
   const std::size_t rows = structure.rows, cols = structure.cols;
   const Decoder values(source);
-  std::vector<double> x(cols);
   // block (r, c) = row_base(r) + col_block[c]
   std::vector<std::uint32_t> col_block(cols);
   for (std::size_t c = 0; c < cols; ++c)
@@ -125,15 +147,21 @@ std::optional<DequantView> source_scaled_encoding(const DequantView& source, con
   // Pass 1: each block's largest |value| and the source scale of that value.
   const std::size_t blocks = structure.mx ? rows * structure.groups_per_row : structure.scale_inv.size();
   std::vector<double> amax(blocks, 0.0), base(blocks, 0.0);
-  for (std::size_t r = 0; r < rows; ++r) {
-    values.row(r, x.data());
-    const std::size_t rb = row_base(r);
-    for (std::size_t c = 0; c < cols; ++c) {
-      if (!std::isfinite(x[c])) return std::nullopt;
-      const std::size_t b = rb + col_block[c];
-      if (std::fabs(x[c]) > amax[b]) amax[b] = std::fabs(x[c]), base[b] = source.scale(r, c);
+  std::atomic<bool> finite{true};
+  const std::size_t unit = structure.mx ? 1 : structure.grid.block_rows;  // a thread owns its blocks
+  over_rows(rows, unit, threads, [&](std::size_t r0, std::size_t r1) {
+    std::vector<double> x(cols);
+    for (std::size_t r = r0; r < r1; ++r) {
+      values.row(r, x.data());
+      const std::size_t rb = row_base(r);
+      for (std::size_t c = 0; c < cols; ++c) {
+        if (!std::isfinite(x[c])) finite = false;
+        const std::size_t b = rb + col_block[c];
+        if (std::fabs(x[c]) > amax[b]) amax[b] = std::fabs(x[c]), base[b] = source.scale(r, c);
+      }
     }
-  }
+  });
+  if (!finite) return std::nullopt;
   // The scales: the smallest of each block's family that holds its largest value; an all-zero
   // block keeps the structure's.
   DequantView out = structure;
@@ -155,54 +183,84 @@ std::optional<DequantView> source_scaled_encoding(const DequantView& source, con
     }
   }
   // Pass 2: value / scale, exact in fp64 or the encoding is refused, as its fp32 round-to-odd
-  // through the bulk nearest-even conversion (one rounding of the exact quotient).
-  std::vector<float> q(cols);
-  std::uint64_t unused = 0;
-  for (std::size_t r = 0; r < rows; ++r) {
-    values.row(r, x.data());
-    const double* row_scale = scale.data() + row_base(r);
-    for (std::size_t c = 0; c < cols; ++c) {
-      const double s = row_scale[col_block[c]];
-      const double v = x[c] / s;
-      if (v * s != x[c]) return std::nullopt;
-      q[c] = to_odd_f32(v, unused);
+  // through the bulk nearest-even conversion (one rounding of the exact quotient); then each
+  // code's value against the input's.
+  std::atomic<bool> exact{true};
+  std::array<double, 256> decoded{};
+  for (std::size_t i = 0; i < 256; ++i) decoded[i] = (i >> f.bits()) != 0 ? kNaN : decode_f64(i, f);
+  Encoding e{std::move(out), 0, 0.0};
+  std::mutex m;
+  over_rows(rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
+    std::vector<double> x(cols);
+    std::vector<float> q(cols);
+    std::uint64_t unused = 0, changed = 0;
+    double largest = 0;
+    for (std::size_t r = r0; r < r1 && exact; ++r) {
+      values.row(r, x.data());
+      const double* row_scale = scale.data() + row_base(r);
+      for (std::size_t c = 0; c < cols; ++c) {
+        const double s = row_scale[col_block[c]];
+        const double v = x[c] / s;
+        if (v * s != x[c]) exact = false;
+        q[c] = to_odd_f32(v, unused);
+      }
+      std::uint8_t* codes = e.view.codes.data() + r * cols;
+      convert(q, std::span<std::uint8_t>(codes, cols), f);
+      for (std::size_t c = 0; c < cols; ++c) {  // both finite here
+        const double d = std::fabs(decoded[codes[c]] * row_scale[col_block[c]] - x[c]);
+        changed += d != 0;
+        largest = d > largest ? d : largest;
+      }
     }
-    convert(q, std::span<std::uint8_t>(out.codes.data() + r * cols, cols), f);
-  }
-  return out;
+    const std::lock_guard<std::mutex> lock(m);
+    e.changed += changed;
+    if (largest > e.max_change) e.max_change = largest;
+  });
+  if (!exact) return std::nullopt;
+  return e;
 }
 
 Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w, const LayoutOptions& options) {
   Reencoded r;
+  const int threads = options.threads;
   {
     const Decoder values(source);
-    std::vector<double> x(source.cols);
     r.values.resize(source.rows * source.cols);
-    for (std::size_t row = 0; row < source.rows; ++row) {
-      values.row(row, x.data());
-      float* out = r.values.data() + row * source.cols;
-      for (std::size_t c = 0; c < source.cols; ++c) out[c] = to_odd_f32(x[c], r.report.fp32_rounded);
-    }
+    std::mutex m;
+    over_rows(source.rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
+      std::vector<double> x(source.cols);
+      std::uint64_t rounded = 0;
+      for (std::size_t row = r0; row < r1; ++row) {
+        values.row(row, x.data());
+        float* out = r.values.data() + row * source.cols;
+        for (std::size_t c = 0; c < source.cols; ++c) out[c] = to_odd_f32(x[c], rounded);
+      }
+      const std::lock_guard<std::mutex> lock(m);
+      r.report.fp32_rounded += rounded;
+    });
   }
   w.dtype = DType::kF32;
   w.data = std::as_bytes(std::span<const float>(r.values));
   r.q = target.quantize(w, options);
-  r.report.path = "requantized";
-  count_changes(source, r.q.view, r.report);
-  if (r.report.changed == 0) return r;
-  auto view = source_scaled_encoding(source, r.q.view);
-  if (!view) return r;
-  Conversion c = r.report;
-  count_changes(source, *view, c);
-  if (c.changed >= r.report.changed) return r;
-  try {
-    r.q.tensors = target.store(w, *view, options);
-  } catch (const std::invalid_argument&) {
-    return r;  // the layout cannot store those scales: the requantized weight stands
+  // The input's scales carried over, where they keep every value, else the encoding that changes
+  // fewer values (the layout's own on a tie).
+  auto e = source_scaled_encoding(source, r.q.view, threads);
+  if (!e || e->changed > 0) {
+    r.report.path = "requantized";
+    count_changes(source, r.q.view, r.report, threads);
+    if (!e || e->changed >= r.report.changed) return r;
   }
-  r.q.view = std::move(*view);
-  r.report = c;
+  try {
+    r.q.tensors = target.store(w, e->view, options);
+  } catch (const std::invalid_argument&) {  // a scale the layout cannot store: requantized
+    r.report.path = "requantized";
+    count_changes(source, r.q.view, r.report, threads);
+    return r;
+  }
+  r.q.view = std::move(e->view);
   r.report.path = "re-encoded";
+  r.report.changed = e->changed;
+  r.report.max_change = e->max_change;
   return r;
 }
 

@@ -30,7 +30,13 @@ std::vector<float> round_to_odd_f32(const std::vector<double>& values, std::uint
 // `structure` is the target's view of the same weight (element format, grid or MX groups); its
 // scales are kept for all-zero blocks. nullopt when a block's quotients are not exact in fp64
 // (values of different source scales) or a scale does not fit.
-std::optional<DequantView> source_scaled_encoding(const DequantView& source, const DequantView& structure);
+// Rows are split over `threads`; the result does not depend on it.
+struct Encoding {
+  DequantView view;
+  std::uint64_t changed = 0;  // values that differ from the input's
+  double max_change = 0;
+};
+std::optional<Encoding> source_scaled_encoding(const DequantView& source, const DequantView& structure, int threads = 1);
 
 struct Reencoded {
   QuantizedWeight q;
@@ -38,8 +44,10 @@ struct Reencoded {
   Conversion report;
 };
 
-// `source` into layout `target` for weight w (w.dtype F32, w.data unset: set here to `values`).
-// Requantizes first; keeps that result unless source_scaled_encoding changes fewer values.
+// `source` into layout `target` for weight w (w.dtype F32, w.data unset: set here to `values`),
+// with options.threads (the bits do not depend on it).
+// Takes source_scaled_encoding where it keeps every value, else whichever of it and the layout's
+// own quantization changes fewer values (the latter on a tie).
 Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w, const LayoutOptions& options);
 
 }  // namespace fp8q::checkpoint::reencode
