@@ -155,6 +155,9 @@ check "--require-exact where a value changes" 2 '--require-exact: tensor "model.
 expect "--require-exact wrote nothing" test ! -e "$tmp/x"
 mkdir "$tmp/awq" && cp "$tmp/model/model.safetensors" "$tmp/awq/" && echo '{"quantization_config": {"quant_method": "awq"}}' > "$tmp/awq/config.json"
 check "a quant_method fp8q does not read" 2 'quant_method is "awq"' -- "$fp8q" quantize "$tmp/awq" "$tmp/x" --layout trn2
+check "--like on a layout it does not apply to" 2 '--like compressed-tensors applies to the compressed-tensors layouts' -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout trn2 --like compressed-tensors
+check "--like on a quantized input" 2 '--like: the input is already quantized' -- "$fp8q" quantize "$tmp/q-ct-fp8" "$tmp/x" --layout ct-fp8 --like compressed-tensors
+check "--like names its choices" 2 "--like: 'ct' is not one of fp8q compressed-tensors" -- "$fp8q" quantize "$tmp/model" "$tmp/x" --layout ct-fp8 --like ct
 check "inspect: the layout quantize reads" 0 '' -- "$fp8q" inspect "$tmp/q-ct-mxfp8"
 expect "inspect names the layout" grep -q 'read as: layout ct-mxfp8 (__metadata__ fp8q.layout = "ct-mxfp8")' "$tmp/out"
 expect "inspect names each tensor's role" grep -Eq 'weight_scale +U8 +\[128, 4\] +scales of model.layers.0.self_attn.q_proj' "$tmp/out"

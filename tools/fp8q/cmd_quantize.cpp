@@ -1,4 +1,5 @@
 // fp8q quantize IN OUT_DIR --layout L [--granularity tensor|row|block128x128] [--pack wrapX|1x32]
+//                [--like fp8q|compressed-tensors]
 //                [--ignore REGEX]... [--calib-data FILE --calib-method M] [--threads N]
 //                [--max-shard-size BYTES] [--allow-nonfinite] [--require-exact] [--force] [--json]
 //   IN may be quantized already (docs/checkpoints.md, "Quantized inputs"): its weights are converted.
@@ -174,7 +175,7 @@ class ProgressPrinter {
 
 // ---- quantize ----
 struct QuantizeArgs {
-  std::string in, out, layout, granularity, strategy, pack, elem, calib_data, calib_method;
+  std::string in, out, layout, granularity, strategy, pack, elem, like, calib_data, calib_method;
   std::vector<std::string> ignore;
   int threads = 1;
   std::uint64_t max_shard = 5'000'000'000;
@@ -200,6 +201,11 @@ void run_quantize(const QuantizeArgs& a) {
   if (!a.elem.empty()) {
     o.layout_options.element = element_format(a.elem);
     if (!o.layout_options.element) throw UsageError("--elem: '" + a.elem + "' is not an element format (trn3-mx: e4m3fn e2m1)");
+  }
+  if (!a.like.empty()) {
+    const auto p = ck::parse_producer(a.like);
+    if (!p) throw UsageError("--like: '" + a.like + "' is not one of fp8q compressed-tensors");
+    o.layout_options.like = *p;
   }
   o.layout_options.threads = a.threads;
   o.ignore = a.ignore;
@@ -327,6 +333,8 @@ void add_quantize(CLI::App& app) {
       ->excludes(g);
   qc->add_option("--pack", q->pack, "trn3-mx: pre-pack for nc_matmul_mx: none wrapX 1x32 (default none)");
   qc->add_option("--elem", q->elem, "trn3-mx: element format, e4m3fn (MXFP8, default) or e2m1 (MXFP4)");
+  qc->add_option("--like", q->like,
+                 "Reproduce a producer's quantizer bit for bit: fp8q (default: one rounding) or compressed-tensors");
   qc->add_option("--ignore", q->ignore, "Also keep tensors whose name matches this regex (repeatable)");
   qc->add_option("--calib-data", q->calib_data, "ct-fp8 static input scales: safetensors with <module>.input samples");
   qc->add_option("--calib-method", q->calib_method, "max percentile mse entropy (default max)");

@@ -46,6 +46,14 @@ struct DivideQuantized {
 DivideQuantized quantize_divide(const WeightRef& w, const Format& target, const BlockGrid& grid, DType scale_dtype,
                                 const LayoutOptions& o);
 
+// compressed-tensors' FP8 quantizer (quantization/utils/helpers.py calculate_qparams,
+// lifecycle/forward_helpers.py _quantize, 0.20.1) on a weight of dtype D (F32, BF16, F16), torch's
+// CPU arithmetic in D (each operation in fp32, its result rounded to D): per block
+// s = D(fp32(amax / 448)), a zero s replaced by D's epsilon; q = e4m3fn(D(fp32(x / s))) nearest-even,
+// after clamping to +/-448 (the same as saturating). Two roundings where fp8q's divide
+// convention has one; the scales are exact in D.
+DivideQuantized quantize_divide_like_compressed_tensors(const WeightRef& w, const BlockGrid& grid, const LayoutOptions& o);
+
 // MX: blocks of 32 along each row, E8M0 code table.code(amax), q = convert(x * 2^-e) RNE saturating
 // into `element` (e4m3fn unless given).
 struct MxQuantized {

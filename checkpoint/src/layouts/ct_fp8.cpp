@@ -13,7 +13,8 @@
 //   block: only for W whose dimensions are multiples of 128; others stay in high precision, in
 //   `ignore` (compressed-tensors 0.12 refuses a partial edge block).
 // Scales: s = fp32(amax / 448) rounded UP to the input dtype (fp8q's choice: rounding to
-// nearest could put a block's largest element above 448 and clip it), q = e4m3fn(fp32(x / s)).
+// nearest could put a block's largest element above 448 and clip it), q = e4m3fn(fp32(x / s));
+// with --like compressed-tensors, that library's own arithmetic (common.hpp).
 // config.json "quantization_config": quant_method "compressed-tensors", format
 // "float-quantized", quantization_status "compressed", one config group targeting Linear.
 #include <cstring>
@@ -60,8 +61,10 @@ class CtFp8 final : public Layout {
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
     const std::size_t rows = w.shape[0], cols = w.shape[1];
-    DivideQuantized q =
-        quantize_divide(w, kE4M3FN, block_grid(granularity(o), {rows, cols}), w.scale_dtype.value_or(w.dtype), o);
+    const BlockGrid grid = block_grid(granularity(o), {rows, cols});
+    DivideQuantized q = o.like == Producer::kCompressedTensors && !w.scale_dtype
+                            ? quantize_divide_like_compressed_tensors(w, grid, o)
+                            : quantize_divide(w, kE4M3FN, grid, w.scale_dtype.value_or(w.dtype), o);
     QuantizedWeight out;
     out.view = grid_view(FormatId::kE4M3FN, rows, cols, std::move(q.codes), q.grid, std::move(q.scale_inv));
     out.tensors = store(w, out.view, o);

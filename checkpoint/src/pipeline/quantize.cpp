@@ -40,6 +40,9 @@ QuantizeResult quantize_into(const fs::path& in, const fs::path& out_arg, const 
   const Model model = Model::open(in);
   pipeline::check_input_and_output(in, out_dir, opt.force);
   const auto source = reencode::quantized_source(model);
+  if (source && opt.layout_options.like != Producer::kFp8q)
+    throw PipelineError("--like: the input is already quantized (" + source->described_by +
+                        "); a producer's quantizer applies to a high-precision model");
   // A quantized input's weights keep their granularity where the layout takes one and none is given.
   QuantizeCheckpointOptions options = opt;
   if (source && !options.layout_options.granularity) {

@@ -1,0 +1,84 @@
+"""``fp8q quantize --layout ct-fp8 --like compressed-tensors`` against compressed-tensors' own
+quantizer (the installed release): ``calculate_qparams`` on each block's min and max (what
+llm-compressor's observers give it), then ``quantize`` with the preset's arguments, byte for
+byte, on bf16, fp16 and fp32 weights with an all-zero row, subnormals and ties of the division.
+Without the preset fp8q rounds each value once, and the two differ on bf16 weights.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from checkpoints import tensors
+from safetensors.torch import save_file
+
+ct = pytest.importorskip("compressed_tensors")
+from compressed_tensors.quantization import preset_name_to_scheme  # noqa: E402
+from compressed_tensors.quantization.lifecycle.forward import quantize  # noqa: E402
+from compressed_tensors.quantization.utils.helpers import calculate_qparams  # noqa: E402
+
+STRATEGIES = {"tensor": ("FP8", "tensor"), "row": ("FP8_DYNAMIC", "channel"), "block128x128": ("FP8_BLOCK", "block")}
+
+
+def hostile_weight(dtype: torch.dtype) -> torch.Tensor:
+    """[256, 384]: normal values, an all-zero row, a row of the dtype's subnormals, and a row of
+    multiples of the row's amax / 448 at halfway points (ties of x / s before the fp8 rounding)."""
+    g = torch.Generator().manual_seed(3)
+    w = (torch.randn(256, 384, generator=g) * 0.05).to(dtype)
+    w[7] = 0
+    tiny = torch.finfo(dtype).tiny
+    w[11] = (torch.arange(384, dtype=torch.float32) - 192).mul(tiny / 64).to(dtype)
+    w[13] = (torch.arange(384, dtype=torch.float32) % 17 + 0.5).mul(0.02).to(dtype)
+    w[200, 5] = 3.0  # one outlier: its block's other values fall far down the fp8 range
+    return w
+
+
+def compressed_tensors_codes(w: torch.Tensor, strategy: str) -> tuple[torch.Tensor, torch.Tensor]:
+    preset, _ = STRATEGIES[strategy]
+    args = preset_name_to_scheme(preset, ["Linear"]).weights
+    if strategy == "tensor":
+        lo, hi = w.min(), w.max()
+    elif strategy == "row":
+        lo, hi = w.amin(dim=1, keepdim=True), w.amax(dim=1, keepdim=True)
+    else:
+        blocks = w.reshape(w.shape[0] // 128, 128, w.shape[1] // 128, 128)
+        lo, hi = blocks.amin(dim=(1, 3)), blocks.amax(dim=(1, 3))
+    scale, zero_point = calculate_qparams(lo, hi, args)
+    codes = quantize(w, scale, zero_point, args, dtype=torch.float8_e4m3fn)
+    return codes.view(torch.uint8), scale.reshape(-1)
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_like_compressed_tensors_equals_its_quantizer(tmp_path, cli, dtype, strategy):
+    w = hostile_weight(dtype)
+    model = tmp_path / "model"
+    model.mkdir()
+    save_file({"layer.proj.weight": w}, str(model / "model.safetensors"))
+    (model / "config.json").write_text(json.dumps({"architectures": ["X"]}))
+    theirs, their_scales = compressed_tensors_codes(w, strategy)
+    outputs = {}
+    for like in ("compressed-tensors", "fp8q"):
+        out = tmp_path / like
+        done = subprocess.run([str(cli), "quantize", str(model), str(out), "--layout", "ct-fp8", "--granularity", strategy,
+                               "--like", like], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        outputs[like] = tensors(out)
+    ours = outputs["compressed-tensors"]
+    assert ours["layer.proj.weight_scale"].dtype == dtype
+    assert torch.equal(ours["layer.proj.weight_scale"].reshape(-1), their_scales.to(dtype))
+    assert torch.equal(ours["layer.proj.weight"].view(torch.uint8), theirs)
+    # fp8q's own rounding: one rounding of x / s; on bf16 and fp16 weights it differs
+    plain = outputs["fp8q"]["layer.proj.weight"].view(torch.uint8)
+    differ = int((plain != theirs).sum())
+    if dtype == torch.float32:  # the same arithmetic; only an all-zero block's scale differs (eps against 1)
+        assert differ == 0
+        zero_scale = outputs["fp8q"]["layer.proj.weight_scale"].reshape(-1)[7 if strategy == "row" else 0]
+        assert strategy != "row" or zero_scale == 1.0
+    else:
+        assert differ > 0
+    print(f"{strategy} {dtype}: {differ} of {plain.numel()} codes differ between --like fp8q and compressed-tensors")
