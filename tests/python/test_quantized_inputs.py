@@ -133,3 +133,61 @@ def test_loader_reads_the_converted_values(tmp_path, cli, loader_models, source,
         name = module + ".weight_packed" if module + ".weight_packed" in q else module + ".weight"
         assert torch.equal(loaders_weight(loaded, name, DTYPE), x.to(DTYPE)), module
     assert len(exact) >= 12
+
+
+def write_modelopt_nvfp4(directory: Path) -> dict[str, torch.Tensor]:
+    """A ModelOpt NVFP4 export written from its documented layout (vLLM's modelopt loader, ModelOpt's
+    NVFP4QTensor packing): U8 weight (element 2i in the low nibble), F8_E4M3 weight_scale per 16,
+    F32 weight_scale_2 and input_scale, hf_quant_config.json. Returns each module's exact values."""
+    import ml_dtypes
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(5)
+    state, exact = {}, {}
+    for i, (rows, cols) in enumerate([(64, 128), (96, 64)]):
+        module = f"model.layers.{i}.mlp.up_proj"
+        codes = torch.randint(0, 16, (rows, cols), generator=g, dtype=torch.uint8)
+        scales = (torch.rand(rows, cols // 16, generator=g) * 400 + 0.01).to(torch.float8_e4m3fn)
+        s2 = torch.tensor(0.37 / (6 * 448) * (i + 1), dtype=torch.float32)
+        state[module + ".weight"] = codes[:, 1::2] << 4 | codes[:, 0::2]
+        state[module + ".weight_scale"] = scales
+        state[module + ".weight_scale_2"] = s2
+        state[module + ".input_scale"] = torch.tensor(0.02, dtype=torch.float32)
+        values = torch.from_numpy(codes.numpy().view(ml_dtypes.float4_e2m1fn).astype(np.float64))
+        exact[module] = values * scales.to(torch.float64).repeat_interleave(16, dim=1) * s2.to(torch.float64)
+    state["model.norm.weight"] = torch.ones(64, dtype=torch.bfloat16)
+    directory.mkdir()
+    save_file(state, str(directory / "model.safetensors"))
+    (directory / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16"}))
+    (directory / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}))
+    return exact
+
+
+@pytest.mark.parametrize("target", ["trn3-mx --elem e2m1", "ct-nvfp4", "ct-mxfp8"])
+def test_modelopt_nvfp4_input(tmp_path, cli, target):
+    exact = write_modelopt_nvfp4(tmp_path / "in")
+    done = run(cli, "inspect", str(tmp_path / "in"))
+    assert 'read as: layout modelopt-nvfp4 (hf_quant_config.json quant_algo "NVFP4" (ModelOpt))' in done.stdout, done.stdout
+    done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), "--layout", *target.split(), "--json")
+    assert done.returncode == 0, done.stderr
+    report = {t["name"].rsplit(".", 1)[0]: t["conversion"] for t in json.loads(done.stdout)["tensors"] if "conversion" in t}
+    q = tensors(tmp_path / "out")
+    if target.startswith("trn3-mx"):  # e2m1 two a byte under the same name as ct-mxfp4's codes
+        q = {k.replace(".weight", ".weight_packed") if k.endswith(".weight") and v.dtype == torch.uint8 else k: v
+             for k, v in q.items()}
+    after = exact_weights(q)
+    assert set(report) == set(exact) == set(after)
+    for module, x in exact.items():
+        changed = x != after[module]
+        assert report[module]["from"] == "modelopt-nvfp4"
+        assert report[module]["changed"] == int(changed.sum()), module
+        assert report[module]["max_change"] == (float((x - after[module]).abs().max()) if changed.any() else 0.0)
+
+
+def test_modelopt_other_algorithms_are_refused(tmp_path, cli):
+    write_modelopt_nvfp4(tmp_path / "in")
+    (tmp_path / "in" / "hf_quant_config.json").write_text(json.dumps({"quantization": {"quant_algo": "W4A8_AWQ"}}))
+    done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), "--layout", "trn2")
+    assert done.returncode == 2 and 'hf_quant_config.json: quant_algo is "W4A8_AWQ"' in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()

@@ -52,6 +52,10 @@ const Layout* layout_named(std::string_view name) {
   return nullptr;
 }
 
+const Layout* input_layout_named(std::string_view name) {
+  return name == layouts::modelopt_nvfp4_layout().name() ? &layouts::modelopt_nvfp4_layout() : nullptr;
+}
+
 std::vector<std::string_view> layout_names() { return {"hf-fp8", "ct-fp8", "ct-mxfp8", "ct-mxfp4", "ct-nvfp4", "trn2", "trn3-mx"}; }
 
 }  // namespace fp8q::checkpoint

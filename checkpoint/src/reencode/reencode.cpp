@@ -27,18 +27,19 @@ class Decoder {
     for (std::size_t i = 0; i < 256; ++i) code_[i] = f.bits() < 8 && (i >> f.bits()) != 0 ? kNaN : decode_f64(i, f);
     for (int e = 0; e < 256; ++e) pow2_[e] = e == 255 ? kNaN : std::ldexp(1.0, e - 127);
   }
-  // out[c] = decode(code(r, c)) * scale(r, c): at most 8 significant bits times 24, exact in fp64.
+  // out[c] = decode(code(r, c)) * scale(r, c) * global_scale: at most 8 + 24 + 24 significant
+  // bits where a global scale is given (ModelOpt: e2m1 x e4m3 x fp32, 30), exact in fp64.
   void row(std::size_t r, double* out) const {
     const std::uint8_t* q = v_.codes.data() + r * v_.cols;
     if (v_.mx) {
       const std::uint8_t* e = v_.e8m0.data() + r * v_.groups_per_row;
-      for (std::size_t c = 0; c < v_.cols; ++c) out[c] = code_[q[c]] * pow2_[e[v_.group_of_col[c]]];
+      for (std::size_t c = 0; c < v_.cols; ++c) out[c] = code_[q[c]] * pow2_[e[v_.group_of_col[c]]] * v_.global_scale;
       return;
     }
     const std::size_t bc = v_.grid.block_cols;
     const float* s = v_.scale_inv.data() + (r / v_.grid.block_rows) * v_.grid.grid_cols();
     for (std::size_t c0 = 0, b = 0; c0 < v_.cols; c0 += bc, ++b) {
-      const double scale = s[b];
+      const double scale = s[b] * v_.global_scale;  // at most 24 + 24 bits: exact
       for (std::size_t c = c0; c < std::min(v_.cols, c0 + bc); ++c) out[c] = code_[q[c]] * scale;
     }
   }
@@ -157,7 +158,7 @@ std::optional<Encoding> source_scaled_encoding(const DequantView& source, const 
       for (std::size_t c = 0; c < cols; ++c) {
         if (!std::isfinite(x[c])) finite = false;
         const std::size_t b = rb + col_block[c];
-        if (std::fabs(x[c]) > amax[b]) amax[b] = std::fabs(x[c]), base[b] = source.scale(r, c);
+        if (std::fabs(x[c]) > amax[b]) amax[b] = std::fabs(x[c]), base[b] = source.scale(r, c) * source.global_scale;
       }
     }
   });

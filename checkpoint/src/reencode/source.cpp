@@ -1,6 +1,7 @@
 #include "reencode/source.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "fp8q/checkpoint/pipeline.hpp"
@@ -17,8 +18,8 @@ namespace {
 
 const char* const kReads =
     "fp8q reads quant_method \"fp8\" (DeepSeek-V3 / Transformers fine-grained FP8, 128x128 blocks), "
-    "\"compressed-tensors\" (float-quantized, mxfp8-quantized, mxfp4-pack-quantized, nvfp4-pack-quantized) "
-    "and fp8q's own layouts";
+    "\"compressed-tensors\" (float-quantized, mxfp8-quantized, mxfp4-pack-quantized, nvfp4-pack-quantized), "
+    "ModelOpt's NVFP4 and fp8q's own layouts";
 
 [[noreturn]] void refuse(const std::string& what) { throw PipelineError(what + "; " + kReads); }
 
@@ -115,6 +116,20 @@ DType model_dtype(const Model& model) {
   return DType::kBF16;
 }
 
+// NVIDIA ModelOpt's export: hf_quant_config.json's "quantization" (or config.json's
+// quant_method "modelopt"), whose quant_algo names the format.
+QuantizedSource from_modelopt(const Json& q, const std::string& where) {
+  const std::string algo = text_of(q, "quant_algo");
+  if (algo != "NVFP4")
+    refuse(where + ": quant_algo is " + quote(algo.empty() ? "?" : algo) + "; ModelOpt's NVFP4 is read");
+  if (q.contains("group_size") && q["group_size"] != 16)
+    refuse(where + ": group_size is " + q["group_size"].dump() + ", not 16");
+  QuantizedSource s;
+  s.layout = input_layout_named("modelopt-nvfp4");
+  s.described_by = where + " quant_algo \"NVFP4\" (ModelOpt)";
+  return s;
+}
+
 std::optional<QuantizedSource> read_layout(const Model& model) {
   const auto& meta = model.shards().front().metadata();
   if (auto it = meta.find(std::string(pipeline::kMetaLayout)); it != meta.end()) {
@@ -132,8 +147,15 @@ std::optional<QuantizedSource> read_layout(const Model& model) {
     }
     return s;
   }
+  if (model.is_directory() && std::filesystem::exists(model.path() / "hf_quant_config.json")) {
+    const Json h = Json::parse(read_text_file(model.path() / "hf_quant_config.json", 1 << 20), nullptr, false);
+    if (!h.is_object() || !h.contains("quantization") || !h["quantization"].is_object())
+      refuse("hf_quant_config.json has no \"quantization\" object");
+    return from_modelopt(h["quantization"], "hf_quant_config.json");
+  }
   if (const auto q = quantization_config(model)) {
     const std::string method = text_of(*q, "quant_method");
+    if (method == "modelopt") return from_modelopt(*q, "config.json quant_method \"modelopt\",");
     if (method == "fp8") return from_fp8_config(*q);
     if (method == "compressed-tensors") return from_compressed_tensors(*q);
     refuse("config.json: quantization_config.quant_method is " + quote(method.empty() ? "?" : method));
@@ -182,8 +204,12 @@ std::optional<SourceModule> source_module(const QuantizedSource& s, const Model&
                             " is missing: its values cannot be read");
       m.tensors.push_back(c);
     }
-    if (model.find(m.module + ".input_scale") != nullptr)
-      throw PipelineError("tensor " + quote(m.module + ".input_scale") + ": static activation scales are not converted");
+    if (const ModelTensor* in = model.find(m.module + ".input_scale")) {
+      // ModelOpt's NVFP4 is W4A4 with a static activation scale; the weight converts without it
+      if (s.layout->name() != "modelopt-nvfp4")
+        throw PipelineError("tensor " + quote(m.module + ".input_scale") + ": static activation scales are not converted");
+      m.tensors.push_back(in);
+    }
     return m;
   }
   // A codes-like tensor that matches no shape of the layout is the layout's error, not a kept tensor.

@@ -82,6 +82,10 @@ struct DequantView {
   std::vector<std::uint8_t> e8m0;
   std::size_t groups_per_row = 0;
   std::vector<std::uint32_t> group_of_col;
+  // A second multiplier of the whole weight, for a layout read as an input only (ModelOpt
+  // NVFP4's weight_scale_2): the value is decode(q) * scale(r, c) * global_scale, exact in fp64.
+  // Every layout fp8q writes has 1, and only the reading of quantized inputs uses it.
+  double global_scale = 1.0;
 
   float scale(std::size_t r, std::size_t c) const;
 };
@@ -145,6 +149,9 @@ class Layout {
 
 // hf-fp8 ct-fp8 ct-mxfp8 ct-mxfp4 ct-nvfp4 trn2 trn3-mx; nullptr for anything else.
 const Layout* layout_named(std::string_view name);
+// A layout fp8q reads as an input but does not write (its quantize() and store() throw):
+// "modelopt-nvfp4"; nullptr for anything else.
+const Layout* input_layout_named(std::string_view name);
 std::vector<std::string_view> layout_names();
 
 }  // namespace fp8q::checkpoint
