@@ -24,9 +24,9 @@ const char* const kReads =
 [[noreturn]] void refuse(const std::string& what) { throw PipelineError(what + "; " + kReads); }
 
 // config.json's quantization_config, when it has one.
-std::optional<Json> quantization_config(const Model& model) {
-  if (!model.config_json()) return std::nullopt;
-  const Json c = Json::parse(*model.config_json(), nullptr, false);
+std::optional<Json> quantization_config(const std::optional<std::string>& config_json) {
+  if (!config_json) return std::nullopt;
+  const Json c = Json::parse(*config_json, nullptr, false);
   if (!c.is_object() || !c.contains("quantization_config")) return std::nullopt;
   if (!c["quantization_config"].is_object()) refuse("config.json: quantization_config is not an object");
   return c["quantization_config"];
@@ -130,8 +130,11 @@ QuantizedSource from_modelopt(const Json& q, const std::string& where) {
   return s;
 }
 
-std::optional<QuantizedSource> read_layout(const Model& model) {
-  const auto& meta = model.shards().front().metadata();
+}  // namespace
+
+std::optional<QuantizedSource> layout_from_texts(const std::map<std::string, std::string>& meta,
+                                                 const std::optional<std::string>& config_json,
+                                                 const std::optional<std::string>& hf_quant_config_json) {
   if (auto it = meta.find(std::string(pipeline::kMetaLayout)); it != meta.end()) {
     QuantizedSource s;
     s.layout = layout_named(it->second);
@@ -139,7 +142,7 @@ std::optional<QuantizedSource> read_layout(const Model& model) {
     s.options = pipeline::options_from_metadata(meta);
     s.described_by = "__metadata__ " + std::string(pipeline::kMetaLayout) + " = " + quote(it->second);
     if (s.options.pack) {
-      const auto q = quantization_config(model);
+      const auto q = quantization_config(config_json);
       if (!q || !q->contains("in_features") || !(*q)["in_features"].is_object())
         throw PipelineError("config.json: quantization_config.in_features is missing: a packed trn3-mx weight needs its in_features");
       for (const auto& [m, k] : (*q)["in_features"].items())
@@ -147,19 +150,29 @@ std::optional<QuantizedSource> read_layout(const Model& model) {
     }
     return s;
   }
-  if (model.is_directory() && std::filesystem::exists(model.path() / "hf_quant_config.json")) {
-    const Json h = Json::parse(read_text_file(model.path() / "hf_quant_config.json", 1 << 20), nullptr, false);
+  if (hf_quant_config_json) {
+    const Json h = Json::parse(*hf_quant_config_json, nullptr, false);
     if (!h.is_object() || !h.contains("quantization") || !h["quantization"].is_object())
       refuse("hf_quant_config.json has no \"quantization\" object");
     return from_modelopt(h["quantization"], "hf_quant_config.json");
   }
-  if (const auto q = quantization_config(model)) {
+  if (const auto q = quantization_config(config_json)) {
     const std::string method = text_of(*q, "quant_method");
     if (method == "modelopt") return from_modelopt(*q, "config.json quant_method \"modelopt\",");
     if (method == "fp8") return from_fp8_config(*q);
     if (method == "compressed-tensors") return from_compressed_tensors(*q);
     refuse("config.json: quantization_config.quant_method is " + quote(method.empty() ? "?" : method));
   }
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<QuantizedSource> read_layout(const Model& model) {
+  std::optional<std::string> hf_quant;
+  if (model.is_directory() && std::filesystem::exists(model.path() / "hf_quant_config.json"))
+    hf_quant = read_text_file(model.path() / "hf_quant_config.json", 1 << 20);
+  if (auto s = layout_from_texts(model.shards().front().metadata(), model.config_json(), hf_quant)) return s;
   for (const ModelTensor& t : model.tensors())
     if (t.info->dtype == DType::kF8_E4M3 || t.info->dtype == DType::kF8_E5M2 || t.info->dtype == DType::kF8_E8M0)
       throw PipelineError("tensor " + quote(t.info->name) + " is " + std::string(dtype_name(t.info->dtype)) +

@@ -30,6 +30,12 @@ struct QuantizedSource {
 // quant_method or format, static activation scales, FP8 weights with no quantization_config).
 std::optional<QuantizedSource> quantized_source(const Model& model);
 
+// The same from the texts that name it: shard metadata, config.json, hf_quant_config.json (the
+// entry point of the mutation test); nullopt when they name no quantized layout.
+std::optional<QuantizedSource> layout_from_texts(const std::map<std::string, std::string>& metadata,
+                                                 const std::optional<std::string>& config_json,
+                                                 const std::optional<std::string>& hf_quant_config_json);
+
 // One quantized module of the source: its stored tensors (the codes first) and W's shape.
 struct SourceModule {
   std::string module;
