@@ -26,26 +26,7 @@ const char* const kTokens[] = {"\"",   "{",    "}",      "[",       "]",    ":",
                                "-1",   "1e3",  "18446744073709551616", "\"../x\"", "\"a/b\"", "\"\\u0000\"",
                                "\"weight_map\"", "\"metadata\"", "\"total_size\"", "\xff", "\xc0\x80", "{}"};
 
-std::string mutate(std::string s, SplitMix64& rng) {
-  const int n = 1 + static_cast<int>(rng.below(4));
-  for (int i = 0; i < n; ++i) {
-    const std::size_t at = s.empty() ? 0 : rng.below(s.size());
-    switch (rng.below(7)) {
-      case 0: if (!s.empty()) s[at] = static_cast<char>(s[at] ^ (1 << rng.below(8))); break;
-      case 1: if (!s.empty()) s[at] = static_cast<char>(rng.below(256)); break;
-      case 2: s.insert(at, 1, static_cast<char>(rng.below(256))); break;
-      case 3: if (!s.empty()) s.erase(at, 1 + rng.below(4)); break;
-      case 4: s.insert(at, kTokens[rng.below(std::size(kTokens))]); break;
-      case 5: s.resize(at); break;
-      default: {
-        const std::size_t len = rng.below(16);
-        s.insert(at, s.substr(at, len));
-        break;
-      }
-    }
-  }
-  return s;
-}
+std::string mutate(std::string s, SplitMix64& rng) { return testing::mutate_text(std::move(s), rng, kTokens); }
 
 TEST(IndexMutation, SeedsBehave) {
   const auto seeds = load_corpus();

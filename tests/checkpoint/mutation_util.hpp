@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -26,6 +27,25 @@ struct SplitMix64 {
   }
   std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
 };
+
+// 1 to 4 mutations of a text: bit flips, byte overwrites, insertions and deletions, a token of
+// `tokens` spliced in, truncation, duplication of a slice of up to 15 bytes.
+inline std::string mutate_text(std::string s, SplitMix64& rng, std::span<const char* const> tokens) {
+  const int n = 1 + static_cast<int>(rng.below(4));
+  for (int i = 0; i < n; ++i) {
+    const std::size_t at = s.empty() ? 0 : rng.below(s.size());
+    switch (rng.below(7)) {
+      case 0: if (!s.empty()) s[at] = static_cast<char>(s[at] ^ (1 << rng.below(8))); break;
+      case 1: if (!s.empty()) s[at] = static_cast<char>(rng.below(256)); break;
+      case 2: s.insert(at, 1, static_cast<char>(rng.below(256))); break;
+      case 3: if (!s.empty()) s.erase(at, 1 + rng.below(4)); break;
+      case 4: s.insert(at, tokens[rng.below(tokens.size())]); break;
+      case 5: s.resize(at); break;
+      default: s.insert(at, s.substr(at, rng.below(16))); break;
+    }
+  }
+  return s;
+}
 
 // (file name, bytes) of every file in `dir`, sorted by name (directory order is not
 // deterministic).
