@@ -145,7 +145,10 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
         throw PipelineError("tensor " + quote(t.info->name) + " (" + std::string(source->layout->name()) +
                             ", W " + std::to_string(sm.shape[0]) + " x " + std::to_string(sm.shape[1]) +
                             ") cannot be converted: layout " + std::string(layout->name()) + " keeps such a weight in "
-                            "high precision because " + *why);
+                            "high precision because " + *why +
+                            (opt.layout_options.granularity == Granularity::block(128, 128) && layout->name() != "hf-fp8"
+                                 ? " (--granularity row stores it per output channel)"
+                                 : ""));
       for (const auto& p : opt.ignore)
         if (std::regex_search(sm.module + ".weight", std::regex(p, std::regex::ECMAScript)))
           throw PipelineError("--ignore " + quote(p) + " matches " + quote(sm.module + ".weight") +
