@@ -202,6 +202,11 @@ TEST(ReencodePipeline, DeepSeekIntoTrainium2IsExactWithoutOddSubnormals) {
   lo.granularity = Granularity::block(128, 128);  // the input's blocks, kept by default
   EXPECT_EQ(output_values(d.path / "out", "trn2", lo), input_values(codes, scales));
   EXPECT_FALSE(r.tensors.back().quantized);  // lm_head kept
+  // verify against the quantized input: its exact values stand for the original's
+  const VerifyResult v = verify_checkpoint(d.path / "out", d.path / "in");
+  EXPECT_TRUE(v.problems.empty()) << v.problems.front();
+  EXPECT_EQ(v.summary.quantized, 1u);
+  EXPECT_EQ(v.summary.stats.max_abs_error, 0.0);
 }
 
 TEST(ReencodePipeline, RequireExactRefusesAChangeAndWritesNothing) {

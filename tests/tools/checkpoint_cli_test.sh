@@ -149,6 +149,10 @@ check "ct-mxfp8 into trn3-mx" 0 '' -- "$fp8q" quantize "$tmp/q-ct-mxfp8" "$tmp/c
 expect "conversion reported exact" grep -q 'from ct-mxfp8: re-encoded, every value exact' "$tmp/out"
 expect "conversion summary" grep -q 'converted 3 weights of a quantized input: 3 with every value exact' "$tmp/out"
 check "verify the conversion against the original" 0 '' -- "$fp8q" verify "$tmp/c-trn3" --against "$tmp/model"
+check "verify the conversion against its quantized input" 0 '' -- "$fp8q" verify "$tmp/c-trn3" --against "$tmp/q-ct-mxfp8"
+expect "verify against a quantized input: exact" grep -q 'SQNR inf dB' "$tmp/out"
+check "ct-mxfp8 into ct-mxfp4" 0 '' -- "$fp8q" quantize "$tmp/q-ct-mxfp8" "$tmp/c-fp4" --layout ct-mxfp4
+check "verify: every tensor of both accounted" 0 '' -- "$fp8q" verify "$tmp/c-fp4" --against "$tmp/q-ct-mxfp8"
 check "ct-fp8 into trn3-mx --json" 0 '' -- "$fp8q" quantize "$tmp/q-ct-fp8" "$tmp/c-json" --layout trn3-mx --json
 expect "conversion in --json" "$py" -c 'import json,sys; t=[x for x in json.load(open(sys.argv[1]))["tensors"] if "conversion" in x]; assert len(t) == 3 and all(x["conversion"]["path"] == "requantized" and x["conversion"]["changed"] > 0 for x in t), t' "$tmp/out"
 check "--require-exact where a value changes" 2 '--require-exact: tensor "model.layers.0.self_attn.q_proj.weight" .ct-fp8 -> trn3-mx.: [0-9]+ of 16384 values would change' -- "$fp8q" quantize "$tmp/q-ct-fp8" "$tmp/x" --layout trn3-mx --require-exact

@@ -55,7 +55,7 @@ CheckedOptions check_options(const QuantizeCheckpointOptions& opt) {
   }
   try {
     // ct-mxfp8 and ct-mxfp4 quantize with compressed-tensors' MX exponents already
-    if (opt.layout_options.like == Producer::kCompressedTensors && !layout->name().starts_with("ct-") )
+    if (opt.layout_options.like == Producer::kCompressedTensors && !layout->name().starts_with("ct-"))
       throw std::invalid_argument("--like compressed-tensors applies to the compressed-tensors layouts (ct-fp8, "
                                   "ct-mxfp8, ct-mxfp4), not " + std::string(layout->name()));
     if (opt.layout_options.like == Producer::kCompressedTensors && layout->name() == "ct-nvfp4")

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -12,6 +13,8 @@
 #include "fp8q/numerics/convert.hpp"
 #include "layouts/common.hpp"
 #include "pipeline/shared.hpp"
+#include "reencode/reencode.hpp"
+#include "reencode/source.hpp"
 #include "safetensors/text.hpp"
 
 namespace fp8q::checkpoint {
@@ -94,6 +97,17 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
   std::set<std::string> accounted;
   ConfigContext ctx;  // what quantize would have written into config.json for these tensors
   ctx.options = lo;
+  // A quantized IN (docs/checkpoints.md, "Quantized inputs"): its weights' exact values stand
+  // for the original's, and its scale tensors are accounted with their weights.
+  const auto source = reencode::quantized_source(src);
+  std::map<std::string, reencode::SourceModule> modules;  // codes tensor -> module
+  std::set<std::string> consumed;
+  if (source)
+    for (const ModelTensor& t : src.tensors())
+      if (auto m = reencode::source_module(*source, src, t)) {
+        for (const ModelTensor* c : m->tensors) consumed.insert(c->info->name);
+        modules.emplace(t.info->name, std::move(*m));
+      }
   for (const ModelTensor& t : src.tensors()) {
     const TensorInfo& info = *t.info;
     TensorReport rep;
@@ -101,6 +115,42 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
     rep.dtype = info.dtype;
     rep.shape = info.shape;
     rep.in_bytes = info.byte_size();
+    if (const auto m = modules.find(info.name); m != modules.end()) {
+      const reencode::SourceModule& sm = m->second;
+      rep.quantized = true;
+      ctx.quantized_modules.push_back(sm.module);
+      ctx.quantized_shapes[sm.module] = sm.shape;
+      try {
+        std::uint64_t rounded = 0;
+        const std::vector<float> values =
+            reencode::fp32_values(reencode::read_source(*source, src, sm), threads, rounded);
+        const DequantView v = layout->read_back(sm.module, sm.shape, lookup, lo);
+        rep.stats = measure_error(std::as_bytes(std::span<const float>(values)), DType::kF32, v, threads, lo.isa);
+        if (rep.stats.count > 0 && !(rep.stats.sqnr_db() >= kMinSqnrDb))
+          r.problems.push_back("tensor " + quote(info.name) + ": dequantized, it measures below " +
+                               std::to_string(static_cast<int>(kMinSqnrDb)) + " dB SQNR against the input's values");
+      } catch (const FormatError& e) {
+        r.problems.push_back(std::string(e.what()));
+      } catch (const std::invalid_argument& e) {
+        r.problems.push_back("tensor " + quote(info.name) + ": " + e.what());
+      }
+      WeightRef probe;
+      probe.name = sm.module + ".weight";
+      probe.module = sm.module;
+      probe.dtype = DType::kF32;
+      probe.shape = sm.shape;
+      for (const TensorSpec& spec : layout->plan(probe, lo))
+        if (out.find(spec.name) != nullptr) accounted.insert(spec.name);
+      for (const auto& c : layout->companion_names(sm.module))
+        if (out.find(c) != nullptr) accounted.insert(c);
+      r.summary.tensors++;
+      r.summary.quantized++;
+      r.summary.in_bytes += rep.in_bytes;
+      r.summary.stats.merge(rep.stats);
+      r.tensors.push_back(std::move(rep));
+      continue;
+    }
+    if (consumed.count(info.name)) continue;  // a scale of a quantized IN weight
     const bool weight2d = info.shape.size() == 2 && info.name.ends_with(".weight") &&
                           (info.dtype == DType::kF32 || info.dtype == DType::kBF16 || info.dtype == DType::kF16);
     const std::string module = weight2d ? info.name.substr(0, info.name.size() - 7) : std::string();

@@ -221,25 +221,29 @@ std::optional<Encoding> source_scaled_encoding(const DequantView& source, const 
   return e;
 }
 
+std::vector<float> fp32_values(const DequantView& v, int threads, std::uint64_t& rounded) {
+  const Decoder values(v);
+  std::vector<float> out(v.rows * v.cols);
+  std::mutex m;
+  rounded = 0;
+  over_rows(v.rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
+    std::vector<double> x(v.cols);
+    std::uint64_t n = 0;
+    for (std::size_t row = r0; row < r1; ++row) {
+      values.row(row, x.data());
+      float* o = out.data() + row * v.cols;
+      for (std::size_t c = 0; c < v.cols; ++c) o[c] = to_odd_f32(x[c], n);
+    }
+    const std::lock_guard<std::mutex> lock(m);
+    rounded += n;
+  });
+  return out;
+}
+
 Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w, const LayoutOptions& options) {
   Reencoded r;
   const int threads = options.threads;
-  {
-    const Decoder values(source);
-    r.values.resize(source.rows * source.cols);
-    std::mutex m;
-    over_rows(source.rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
-      std::vector<double> x(source.cols);
-      std::uint64_t rounded = 0;
-      for (std::size_t row = r0; row < r1; ++row) {
-        values.row(row, x.data());
-        float* out = r.values.data() + row * source.cols;
-        for (std::size_t c = 0; c < source.cols; ++c) out[c] = to_odd_f32(x[c], rounded);
-      }
-      const std::lock_guard<std::mutex> lock(m);
-      r.report.fp32_rounded += rounded;
-    });
-  }
+  r.values = fp32_values(source, threads, r.report.fp32_rounded);
   w.dtype = DType::kF32;
   w.data = std::as_bytes(std::span<const float>(r.values));
   r.q = target.quantize(w, options);

@@ -22,6 +22,10 @@ std::vector<double> exact_values(const DequantView& v);
 // exact value, and every value keeps its binade. `rounded` counts the values fp32 could not hold.
 std::vector<float> round_to_odd_f32(const std::vector<double>& values, std::uint64_t& rounded);
 
+// A view's exact values as fp32 by round-to-odd (round_to_odd_f32 without the fp64 copy), rows
+// over `threads`; `rounded` counts the values fp32 cannot hold.
+std::vector<float> fp32_values(const DequantView& v, int threads, std::uint64_t& rounded);
+
 // The weight in the target's structure under the scales the input's values imply: per block
 // the smallest scale of its family that holds the block's largest value (a power of two for MX;
 // otherwise the source scale of that value times a power of two), each code the nearest-even
