@@ -151,8 +151,8 @@ expect "conversion summary" grep -q 'converted 3 weights of a quantized input: 3
 check "verify the conversion against the original" 0 '' -- "$fp8q" verify "$tmp/c-trn3" --against "$tmp/model"
 check "verify the conversion against its quantized input" 0 '' -- "$fp8q" verify "$tmp/c-trn3" --against "$tmp/q-ct-mxfp8"
 expect "verify against a quantized input: exact" grep -q 'SQNR inf dB' "$tmp/out"
-check "trn3-mx wrapX" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-wrapx" --layout trn3-mx --pack wrapX
-check "packed trn3-mx into ct-mxfp8, every value kept" 0 '' -- "$fp8q" quantize "$tmp/q-wrapx" "$tmp/c-unpacked" --layout ct-mxfp8 --require-exact
+check "trn3-mx wrapX" 0 '' -- "$fp8q" quantize "$tmp/model" "$tmp/q-wrapx2" --layout trn3-mx --pack wrapX
+check "packed trn3-mx into ct-mxfp8, every value kept" 0 '' -- "$fp8q" quantize "$tmp/q-wrapx2" "$tmp/c-unpacked" --layout ct-mxfp8 --require-exact
 check "ct-mxfp8 into ct-mxfp4" 0 '' -- "$fp8q" quantize "$tmp/q-ct-mxfp8" "$tmp/c-fp4" --layout ct-mxfp4
 check "verify: every tensor of both accounted" 0 '' -- "$fp8q" verify "$tmp/c-fp4" --against "$tmp/q-ct-mxfp8"
 check "ct-fp8 into trn3-mx --json" 0 '' -- "$fp8q" quantize "$tmp/q-ct-fp8" "$tmp/c-json" --layout trn3-mx --json
