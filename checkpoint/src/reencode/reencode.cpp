@@ -1,12 +1,11 @@
 #include "reencode/reencode.hpp"
 
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
-
-#include <atomic>
 #include <mutex>
 
 #include "fp8q/numerics/bulk.hpp"
