@@ -1,6 +1,7 @@
 // numerics/src/isa/narrow_kernel.hpp at 16 lanes: the paths of the AVX-512 build (bf16 widened
 // in natural order, codes in the plain form up to the store, MX in groups of 64 through the
-// general kernel, 16 Philox counters per vector), run over OpsLanes16 (ops_lanes16.hpp), equal
+// general kernel, 16 Philox counters per vector, the plain bf16 kernel on 32 lanes in groups of
+// 64), run over OpsLanes16 (ops_lanes16.hpp) and Ops16Pair (ops16_pair.hpp), equal
 // the scalar reference bit for bit: every bf16 and fp16 pattern and structured fp32 values, in
 // every rounding, both overflow policies, with no scale, a power-of-two scale (the 16-bit bf16
 // kernel), a plain one, a divisor and a NaN scale; MX elements and scales for every source.

@@ -33,9 +33,14 @@
 #include "isa/narrow.hpp"
 #include "isa/narrow_flavor.hpp"
 
+// Ops16 gives kLanes 16-bit lanes (16 or 32) and a mask type M, which its comparisons return
+// (a vector of all-ones lanes on AVX2, a mask register on AVX-512).
 template <class Ops16>
 struct NarrowBf16Kernel {
   using V = typename Ops16::V;
+  using M = typename Ops16::M;
+  // One group: two vectors, 32 elements on 16 lanes (one MX block) or 64 on 32.
+  static constexpr std::size_t kGroup = 2 * Ops16::kLanes;
 
   struct Consts {
     V c7fff, c80, c7f80, c127, one, idx_max, table, max_code, nan_code, inf_or_nan, sign_bit;
@@ -77,21 +82,21 @@ struct NarrowBf16Kernel {
   // eb_idx = Eb - m - 2.
   // Forced inline: GCC otherwise calls it, reloading every constant per vector.
   template <class Fl>
-  [[gnu::always_inline]] static V magnitude(V x, V eb, V eb_idx, const Consts& k, V& nan_seen) {
+  [[gnu::always_inline]] static V magnitude(V x, V eb, V eb_idx, const Consts& k, M& nan_seen) {
     const V a = Ops16::band(x, k.c7fff);
     const V e = Ops16::template srl<7>(a);
     const V idx = Ops16::min_u(Ops16::subs_u(e, eb_idx), k.idx_max);
     V w = Ops16::mul_low_byte(Ops16::bor(x, k.c80), Ops16::lookup(k.table, idx));  // t * 2^L
     w = Ops16::add(Ops16::add(w, k.c127), Ops16::band(Ops16::template srl<8>(w), k.one));  // + 127 + odd
     const V code = saturate<Fl>(Ops16::add(Ops16::sll(Ops16::subs_u(e, eb), k.man_bits), Ops16::template srl<8>(w)), k);
-    const V is_nan = Ops16::gt(a, k.c7f80);
+    const M is_nan = Ops16::gt(a, k.c7f80);
     if constexpr (!Fl::kHasNan) nan_seen = Ops16::bor(nan_seen, is_nan);
     return Ops16::select(is_nan, k.nan_code, code);
   }
 
-  // 32 elements from src to out, times 2^d with eb = e_min - d.
+  // One group (kGroup elements) from src to out, times 2^d with eb = e_min - d.
   template <class Fl>
-  [[gnu::always_inline]] static void block32(const unsigned char* src, std::uint8_t* out, V eb, V eb_idx, const Consts& k, V& nan_seen) {
+  [[gnu::always_inline]] static void group(const unsigned char* src, std::uint8_t* out, V eb, V eb_idx, const Consts& k, M& nan_seen) {
     const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
     const V c0 = magnitude<Fl>(x0, eb, eb_idx, k, nan_seen), c1 = magnitude<Fl>(x1, eb, eb_idx, k, nan_seen);
     Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
@@ -120,9 +125,9 @@ struct NarrowBf16Kernel {
     return static_cast<std::int16_t>(128 + (1 << (6 - p.man_bits)) - 1);
   }
 
-  // 32 elements under the normal form (kb = normal_bias for the block's Eb).
+  // One group under the normal form (kb = normal_bias for the group's Eb).
   template <class Fl>
-  [[gnu::always_inline]] static void block32_normal(const unsigned char* src, std::uint8_t* out, V kb, const Consts& k) {
+  [[gnu::always_inline]] static void group_normal(const unsigned char* src, std::uint8_t* out, V kb, const Consts& k) {
     const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
     const V c0 = magnitude_normal<Fl>(x0, kb, k), c1 = magnitude_normal<Fl>(x1, kb, k);
     Ops16::template store_signed<Fl::kSign7, Fl::kNegativeZero>(out, c0, c1, x0, x1, k.sign_shift, k.sign_bit);
@@ -131,7 +136,7 @@ struct NarrowBf16Kernel {
   static V eb_vec(const Consts& k, int d) { return Ops16::set1(static_cast<std::int16_t>(k.e_min - d)); }
   static V eb_idx_vec(const Consts& k, V eb) { return Ops16::sub(eb, k.idx_max); }
 
-  // Elements [0, n) (n a multiple of 32) times 2^d (0 <= d <= max_offset); returns whether a
+  // Elements [0, n) (n a multiple of kGroup) times 2^d (0 <= d <= max_offset); returns whether a
   // NaN met a target without NaN. Each chunk of kChunk elements first runs the normal form
   // (10 operations a vector with its range check, against 18 for the general one), keeping the
   // smallest nonzero |x| - 1 and the largest |x| of its lanes; a chunk holding a lane below the
@@ -139,9 +144,9 @@ struct NarrowBf16Kernel {
   // the kRetry chunks after it, where such lanes are likely to be common. Both forms are exact
   // on the lanes they take, so the bits never depend on which ran.
   static constexpr std::size_t kChunk = 256;
+  static_assert(kChunk % kGroup == 0);
   static constexpr int kRetry = 15;
   static bool run(const void* in, std::uint8_t* out, std::size_t n, int d, const fp8q::detail::NarrowParams& p) {
-    static_assert(2 * Ops16::kLanes == 32, "one group is 32 elements");
     const Consts k(p);
     const V eb = eb_vec(k, d), eb_idx = eb_idx_vec(k, eb);
     const int e_normal = k.e_min - d;  // >= m + 3 (max_offset)
@@ -150,24 +155,24 @@ struct NarrowBf16Kernel {
     const auto* src = static_cast<const unsigned char*>(in);
     return narrow_flavor(p, [&](auto flavor) {
       using Fl = decltype(flavor);
-      V nan_seen = Ops16::set1(0);
+      M nan_seen = Ops16::none();
       int general = 0;  // chunks left to run under the general form directly
       for (std::size_t c = 0; c < n; c += kChunk) {
         const std::size_t end = c + kChunk < n ? c + kChunk : n;
         if (general == 0) {
           V lowest = Ops16::set1(-1), highest = Ops16::set1(0);
-          for (std::size_t i = c; i < end; i += 32) {
-            Ops16::prefetch(src + 2 * i + fp8q::detail::kPrefetchBytes);
-            block32_normal_ranged<Fl>(src + 2 * i, out + i, kb, k, lowest, highest);
+          for (std::size_t i = c; i < end; i += kGroup) {
+            prefetch_group(src + 2 * i);
+            group_normal_ranged<Fl>(src + 2 * i, out + i, kb, k, lowest, highest);
           }
           // below the normals: lowest <u |x|min - 1; NaN: highest >u the Inf pattern
           if (!Ops16::any(Ops16::bor(Ops16::subs_u(lowest_normal, lowest), Ops16::subs_u(highest, k.c7f80)))) continue;
           general = kRetry + 1;
         }
         --general;
-        for (std::size_t i = c; i < end; i += 32) {
-          Ops16::prefetch(src + 2 * i + fp8q::detail::kPrefetchBytes);  // one 64-byte line per block of 32
-          block32<Fl>(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
+        for (std::size_t i = c; i < end; i += kGroup) {
+          prefetch_group(src + 2 * i);
+          group<Fl>(src + 2 * i, out + i, eb, eb_idx, k, nan_seen);
         }
       }
       return Ops16::any(nan_seen);
@@ -175,10 +180,15 @@ struct NarrowBf16Kernel {
   }
 
  private:
-  // block32_normal, keeping the range of its lanes: lowest = min(|x| - 1) (a zero wraps to
+  // The group kPrefetchBytes ahead: one 64-byte line per 32 elements.
+  static void prefetch_group(const unsigned char* p) {
+    for (std::size_t b = 0; b < 2 * kGroup; b += 64) Ops16::prefetch(p + b + fp8q::detail::kPrefetchBytes);
+  }
+
+  // group_normal, keeping the range of its lanes: lowest = min(|x| - 1) (a zero wraps to
   // 0xFFFF), highest = max(|x|).
   template <class Fl>
-  [[gnu::always_inline]] static void block32_normal_ranged(const unsigned char* src, std::uint8_t* out, V kb,
+  [[gnu::always_inline]] static void group_normal_ranged(const unsigned char* src, std::uint8_t* out, V kb,
                                                            const Consts& k, V& lowest, V& highest) {
     const V x0 = Ops16::load(src), x1 = Ops16::load(src + 2 * Ops16::kLanes);
     const V a0 = Ops16::band(x0, k.c7fff), a1 = Ops16::band(x1, k.c7fff);

@@ -77,6 +77,7 @@ struct NarrowMx {
   static std::size_t run_bf16(const void* in, std::uint8_t* out, std::uint8_t* scales, std::size_t n,
                               const fp8q::detail::NarrowParams& p, const fp8q::detail::MxParams& m) {
     static_assert(Ops::kInterleavedBf16 && 4 * Ops::kLanes == 32, "one fp32-kernel group is one block");
+    static_assert(Bf16::kGroup == 32, "one 16-bit group is one block");
     const Consts k(p, false);
     const typename Bf16::Consts k16(p);
     const unsigned lo = static_cast<unsigned>(127 - Bf16::max_offset(p));  // codes lo .. 254: 16-bit kernel
@@ -88,7 +89,7 @@ struct NarrowMx {
     const auto hkb = Ops16::h_set1(kb_offset);
     const auto* src = static_cast<const unsigned char*>(in);
     V nan_seen = k.zero;
-    auto nan16 = Ops16::set1(0);  // NaN only reaches blocks that are overwritten
+    auto nan16 = Ops16::none();  // NaN only reaches blocks that are overwritten
     const std::size_t whole = n / 32 * 32;
     constexpr std::size_t kStretch = 2048;
     for (std::size_t s0 = 0; s0 < whole; s0 += kStretch) {
@@ -144,10 +145,10 @@ struct NarrowMx {
         if (!odd || code - lo <= 254 - lo) {
           // normal form unless some nonzero |x| lies below Eb (lowest + 1 < Eb << 7)
           if (static_cast<unsigned>(lowest[b]) + 1 >= static_cast<unsigned>(eb[b]) << 7) {
-            Bf16::template block32_normal<Fl>(src + 2 * i, out + i, Ops16::broadcast(&kb[b]), k16);
+            Bf16::template group_normal<Fl>(src + 2 * i, out + i, Ops16::broadcast(&kb[b]), k16);
           } else {
             const auto ebv = Ops16::broadcast(&eb[b]);
-            Bf16::template block32<Fl>(src + 2 * i, out + i, ebv, Bf16::eb_idx_vec(k16, ebv), k16, nan16);
+            Bf16::template group<Fl>(src + 2 * i, out + i, ebv, Bf16::eb_idx_vec(k16, ebv), k16, nan16);
           }
         } else if (code != 0xFF) {
           V u[4];

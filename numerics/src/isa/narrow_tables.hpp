@@ -15,16 +15,17 @@
 #include "isa/narrow_nearest.hpp"
 
 // Ops16: the ISA's 16-bit-lane operations for the bf16 nearest-even kernel
-// (narrow_bf16_kernel.hpp), or void where the ISA has none.
-template <class Ops, class Ops16 = void>
+// (narrow_bf16_kernel.hpp), or void where the ISA has none; the MX driver's (its groups are
+// one 32-element block). Ops16Wide: the plain conversion's, the widest the ISA has.
+template <class Ops, class Ops16 = void, class Ops16Wide = Ops16>
 struct NarrowKernel {
-  using Bf16 = NarrowBf16For<Ops16>;
+  using Bf16 = NarrowBf16For<Ops16Wide>;
   using Mx = NarrowMx<Ops, Ops16>;
 
   // bf16 under nearest-even with a power-of-two factor takes the 16-bit kernel.
   template <fp8q::detail::Source S, fp8q::Rounding R>
   static constexpr bool kBf16Fast =
-      !std::is_void_v<Ops16> && S == fp8q::detail::Source::kBF16 && R == fp8q::Rounding::kNearestEven;
+      !std::is_void_v<Ops16Wide> && S == fp8q::detail::Source::kBF16 && R == fp8q::Rounding::kNearestEven;
 
   template <fp8q::detail::Source S, fp8q::Rounding R, NarrowScale kScale>
   static bool run_scaled(const void* in, std::uint8_t* out, std::size_t n, std::uint64_t index0,
@@ -44,7 +45,7 @@ struct NarrowKernel {
     if constexpr (kBf16Fast<S, R>) {
       const int d = narrow_pow2_offset(p);
       if (d >= 0 && d <= Bf16::max_offset(p) && Bf16::takes(p)) {
-        const std::size_t whole = n / 32 * 32;
+        const std::size_t whole = n / Bf16::kGroup * Bf16::kGroup;
         const bool nan = Bf16::run(in, out, whole, d, p);
         return narrow_tail<S>(static_cast<const unsigned char*>(in), out, whole, n, index0, p) || nan;
       }

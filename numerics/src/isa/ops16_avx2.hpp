@@ -1,6 +1,6 @@
 // Internal: the 16-bit-lane operations of the bf16 kernel (narrow_bf16_kernel.hpp) on AVX2, for
 // the AVX2 and AVX-512 builds. The 32-bit-lane operations are ops_xsimd.hpp's on xsimd::avx2.
-// Masks are vectors with all bits of a lane set (true) or clear (false).
+// Masks (M) are vectors with all bits of a lane set (true) or clear (false).
 #pragma once
 
 #include <immintrin.h>
@@ -51,6 +51,8 @@ struct Ops16Avx2 {
   static V eq(V a, V b) { return _mm256_cmpeq_epi16(a, b); }
   static V select(V mask, V yes, V no) { return _mm256_blendv_epi8(no, yes, mask); }
   static bool any(V mask) { return !_mm256_testz_si256(mask, mask); }
+  using M = V;  // a comparison's result
+  static M none() { return _mm256_setzero_si256(); }
   // Eight 16-bit lanes (one per MX block), for the scale codes of eight blocks at a time.
   using H = __m128i;
   static H h_set1(std::int16_t x) { return _mm_set1_epi16(x); }
