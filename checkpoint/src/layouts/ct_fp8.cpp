@@ -43,6 +43,7 @@ class CtFp8 final : public Layout {
   std::string_view summary() const override {
     return "compressed-tensors float-quantized: e4m3fn weight, weight_scale per tensor/channel/128x128 block";
   }
+  std::vector<Granularity> granularities() const override { return {Granularity::tensor(), Granularity::row(), kBlock128x128}; }
   void check_options(const LayoutOptions& o) const override {
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
   }

@@ -28,6 +28,7 @@ class HfFp8 final : public Layout {
   std::string_view summary() const override {
     return "DeepSeek-V3 / Transformers fine-grained FP8: e4m3fn weight, F32 weight_scale_inv per 128x128 block";
   }
+  std::vector<Granularity> granularities() const override { return {kBlock128x128}; }
   void check_options(const LayoutOptions& o) const override {
     if (o.granularity && *o.granularity != kBlock128x128)
       throw std::invalid_argument("hf-fp8 always uses 128x128 blocks (--granularity block128x128); --granularity " +

@@ -37,6 +37,7 @@ class Trn2 final : public Layout {
   std::string_view summary() const override {
     return "Trainium2 FP8: IEEE e4m3 weight (range 240), F32 weight_scale per tensor/channel/128x128 block";
   }
+  std::vector<Granularity> granularities() const override { return {Granularity::tensor(), Granularity::row(), kBlock128x128}; }
   void check_options(const LayoutOptions& o) const override {
     if (o.pack) throw std::invalid_argument("--pack applies to --layout trn3-mx only");
   }

@@ -1,5 +1,6 @@
 // quantize_checkpoint(): the streaming pipeline of pipeline.hpp, its steps in order
 // (pipeline/quantize_steps.hpp).
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -43,18 +44,13 @@ QuantizeResult quantize_into(const fs::path& in, const fs::path& out_arg, const 
   if (source && opt.layout_options.like != Producer::kFp8q)
     throw PipelineError("--like: the input is already quantized (" + source->described_by +
                         "); a producer's quantizer applies to a high-precision model");
-  // A quantized input's weights keep their granularity where the layout takes one and none is given.
+  // A quantized input's weights keep their granularity where the layout takes it and none is given.
   QuantizeCheckpointOptions options = opt;
   if (source && !options.layout_options.granularity) {
     const Granularity g = source->layout->name() == "hf-fp8" ? Granularity::block(128, 128)
                                                                : source->options.granularity.value_or(Granularity::row());
-    const LayoutOptions before = options.layout_options;
-    options.layout_options.granularity = g;
-    try {
-      pipeline::check_options(options);
-    } catch (const PipelineError&) {
-      options.layout_options = before;  // this layout has no granularity option
-    }
+    const auto takes = layout_named(opt.layout)->granularities();
+    if (std::find(takes.begin(), takes.end(), g) != takes.end()) options.layout_options.granularity = g;
   }
   const pipeline::CheckedOptions checked = pipeline::check_options(options);
   pipeline::QuantizePlan plan = pipeline::make_plan(model, checked, options, source);

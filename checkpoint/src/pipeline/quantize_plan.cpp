@@ -118,14 +118,9 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
     throw PipelineError("--calib-data: the input is already quantized (" + source->described_by +
                         "); static input scales are calibrated on a high-precision model");
   // A quantized input: its modules' tensors, found from their codes tensors.
-  std::map<std::string, reencode::SourceModule> modules;  // codes tensor -> module
-  std::set<std::string> consumed;                          // every tensor of those modules
-  if (source)
-    for (const ModelTensor& t : model.tensors())
-      if (auto m = reencode::source_module(*source, model, t)) {
-        for (const ModelTensor* c : m->tensors) consumed.insert(c->info->name);
-        modules.emplace(t.info->name, std::move(*m));
-      }
+  const reencode::SourceModules found = source ? reencode::source_modules(*source, model) : reencode::SourceModules{};
+  const auto& modules = found.by_codes;
+  const std::set<std::string>& consumed = found.tensors;  // every tensor of those modules
   for (const ModelTensor& t : model.tensors()) {
     Item it;
     it.tensor = &t;

@@ -100,14 +100,9 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
   // A quantized IN (docs/checkpoints.md, "Quantized inputs"): its weights' exact values stand
   // for the original's, and its scale tensors are accounted with their weights.
   const auto source = reencode::quantized_source(src);
-  std::map<std::string, reencode::SourceModule> modules;  // codes tensor -> module
-  std::set<std::string> consumed;
-  if (source)
-    for (const ModelTensor& t : src.tensors())
-      if (auto m = reencode::source_module(*source, src, t)) {
-        for (const ModelTensor* c : m->tensors) consumed.insert(c->info->name);
-        modules.emplace(t.info->name, std::move(*m));
-      }
+  const reencode::SourceModules found = source ? reencode::source_modules(*source, src) : reencode::SourceModules{};
+  const auto& modules = found.by_codes;
+  const std::set<std::string>& consumed = found.tensors;
   for (const ModelTensor& t : src.tensors()) {
     const TensorInfo& info = *t.info;
     TensorReport rep;

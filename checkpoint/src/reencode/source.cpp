@@ -232,6 +232,16 @@ std::optional<SourceModule> source_module(const QuantizedSource& s, const Model&
   return std::nullopt;
 }
 
+SourceModules source_modules(const QuantizedSource& source, const Model& model) {
+  SourceModules out;
+  for (const ModelTensor& t : model.tensors())
+    if (auto m = source_module(source, model, t)) {
+      for (const ModelTensor* c : m->tensors) out.tensors.insert(c->info->name);
+      out.by_codes.emplace(t.info->name, std::move(*m));
+    }
+  return out;
+}
+
 DequantView read_source(const QuantizedSource& s, const Model& model, const SourceModule& m) {
   const TensorLookup lookup = [&](const std::string& name) -> StoredTensor {
     const ModelTensor* t = model.find(name);
@@ -261,12 +271,10 @@ CheckpointLayout describe_checkpoint(const Model& model) {
   if (source) {
     d.layout = std::string(source->layout->name());
     d.described_by = source->described_by;
-    for (const ModelTensor& t : model.tensors())
-      if (auto m = reencode::source_module(*source, model, t)) {
-        role[t.info->name] = "codes of " + m->module + ", W [" + std::to_string(m->shape[0]) + ", " +
-                             std::to_string(m->shape[1]) + "]";
-        for (std::size_t i = 1; i < m->tensors.size(); ++i) role[m->tensors[i]->info->name] = "scales of " + m->module;
-      }
+    for (const auto& [codes, m] : reencode::source_modules(*source, model).by_codes) {
+      role[codes] = "codes of " + m.module + ", W [" + std::to_string(m.shape[0]) + ", " + std::to_string(m.shape[1]) + "]";
+      for (std::size_t i = 1; i < m.tensors.size(); ++i) role[m.tensors[i]->info->name] = "scales of " + m.module;
+    }
   }
   for (const ModelTensor& t : model.tensors()) {
     const auto r = role.find(t.info->name);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,14 @@ struct SourceModule {
 // source's layout. Throws PipelineError naming the tensor when its companions (scales) are
 // missing.
 std::optional<SourceModule> source_module(const QuantizedSource& source, const Model& model, const ModelTensor& t);
+
+// Every quantized module of the source (source_module over the model's tensors), keyed by its
+// codes tensor, and the names of all their tensors: codes and companions.
+struct SourceModules {
+  std::map<std::string, SourceModule> by_codes;
+  std::set<std::string> tensors;
+};
+SourceModules source_modules(const QuantizedSource& source, const Model& model);
 
 // The source module's codes and scales (Layout::read_back): FormatError naming the tensor for
 // a wrong dtype or shape; PipelineError when the config promised power-of-two scales and one is not.

@@ -119,6 +119,9 @@ class Layout {
   virtual std::string_view summary() const = 0;
   // Throws std::invalid_argument when the options do not apply to this layout.
   virtual void check_options(const LayoutOptions& options) const = 0;
+  // The weight granularities `options.granularity` may name; empty when the layout fixes its
+  // own (MX and NVFP4 groups) and refuses the option.
+  virtual std::vector<Granularity> granularities() const { return {}; }
   // Why this weight is kept as it is (nullopt: it can be quantized): a shape the layout's
   // loaders would misread or refuse, e.g. an MX layout and a last dimension that is not a
   // multiple of 32. verify reports a stored weight of such a shape as a problem.
