@@ -199,6 +199,9 @@ struct NarrowMx {
       for (std::size_t i = s0; i < s1; i += 32) scales[i / 32] = block_code<S>(src + i * kBytes, k, m);  // pass 1
       for (std::size_t i = s0; i < s1; i += kGroup) {  // pass 2: the elements
         const unsigned char* block = src + i * kBytes;
+        // the next stretch's lines, which pass 1 reads next (as run_bf16)
+        for (std::size_t b = 0; b < kGroup * kBytes; b += 64)
+          Ops::prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(block) + kStretch * kBytes + b));
         V u[4];
         if constexpr (kInter) {
           Ops::load4_bf16_interleaved(block, u);
