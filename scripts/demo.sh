@@ -69,6 +69,12 @@ if "$fp8q" quantize --help >/dev/null 2>&1; then
     echo
     rows+=("ct-fp8 channel -> $target|$(bytes_of "$dir")|$(accuracy_of "$dir")")
   done
+  # ... and written back in BF16, each value rounded once (docs/checkpoints.md, "Dequantized outputs").
+  dir="$out/ct-fp8-channel-to-bf16"
+  echo "== fp8q dequantize ${out#"$root"/}/ct-fp8-channel ${dir#"$root"/} --dtype bf16"
+  "$fp8q" dequantize "$out/ct-fp8-channel" "$dir" --dtype bf16 --force
+  echo
+  rows+=("ct-fp8 channel -> bf16|$(bytes_of "$dir")|$(accuracy_of "$dir")")
 else
   echo "(\`fp8q quantize\` is not in this build: only the original model is evaluated)"
   echo

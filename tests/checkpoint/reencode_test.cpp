@@ -187,6 +187,44 @@ struct DeepSeekInput {
   QuantizeResult run() const { return quantize_checkpoint(d.path / "in", d.path / "out", o); }
 };
 
+// Every e4m3fn code under scales of 24 significant bits (ties and near-ties of bf16 / fp16 /
+// fp32 after the product), scales that overflow fp16 and fp32, and one that is subnormal in all
+// three: each value is the scalar reference's nearest-even rounding of the exact product
+// (encode_f64), the report counts exactly the values that differ, and the bytes do not depend
+// on the thread count.
+TEST(Reencode, DequantizedIsTheExactValueRoundedOnce) {
+  const std::vector<float> scales = {1.0f, float_of(0x3F800001u), float_of(0x3FC00001u), float_of(0x3F7FFFFFu),
+                                     float_of(0x3F808080u), 1e30f, 3e38f, 1e-40f, float_of(0x477FE000u)};
+  const std::size_t cols = 256;
+  std::vector<std::uint8_t> codes;
+  for (std::size_t r = 0; r < scales.size(); ++r)
+    for (std::size_t c = 0; c < cols; ++c) codes.push_back(static_cast<std::uint8_t>(c));
+  DequantView v = grid(FormatId::kE4M3FN, scales.size(), cols, 1, codes, {});
+  v.grid = BlockGrid{scales.size(), cols, 1, cols};
+  v.scale_inv = scales;
+  const auto exact = exact_values(v);
+  ConvertOptions nearest;
+  nearest.overflow = Overflow::kInfOrNan;
+  for (const auto& [dtype, format] : {std::pair{DType::kF32, &kF32}, {DType::kBF16, &kBF16}, {DType::kF16, &kF16}}) {
+    const auto one = reencode::dequantize(v, dtype, 1);
+    EXPECT_EQ(one.bytes, reencode::dequantize(v, dtype, 3).bytes);
+    const std::size_t width = format->storage_bytes();
+    std::uint64_t changed = 0;
+    std::optional<std::uint64_t> first_nonfinite;
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+      std::uint64_t got = 0;
+      std::memcpy(&got, one.bytes.data() + i * width, width);
+      ASSERT_EQ(got, encode_f64(exact[i], *format, nearest)) << dtype_name(dtype) << " element " << i;
+      const double y = decode_f64(got, *format);
+      changed += y != exact[i] && !(std::isnan(y) && std::isnan(exact[i]));
+      if (!first_nonfinite && !std::isfinite(y)) first_nonfinite = i;
+    }
+    EXPECT_EQ(one.report.changed, changed) << dtype_name(dtype);
+    EXPECT_GT(changed, 0u);
+    EXPECT_EQ(one.first_nonfinite, first_nonfinite);  // code 0x7F is NaN in every row
+  }
+}
+
 TEST(ReencodePipeline, DeepSeekIntoTrainium2IsExactWithoutOddSubnormals) {
   DeepSeekInput in(false, false, "trn2", true);
   auto& [d, codes, scales, o] = in;

@@ -178,6 +178,8 @@ def test_modelopt_nvfp4_input(tmp_path, cli, target):
              for k, v in q.items()}
     after = exact_weights(q)
     assert set(report) == set(exact) == set(after)
+    # the input's hf_quant_config.json describes its own quantization: a loader would read it first
+    assert not (tmp_path / "out" / "hf_quant_config.json").exists()
     for module, x in exact.items():
         changed = x != after[module]
         assert report[module]["from"] == "modelopt-nvfp4"

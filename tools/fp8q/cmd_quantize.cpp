@@ -3,6 +3,9 @@
 //                [--ignore REGEX]... [--calib-data FILE --calib-method M] [--threads N]
 //                [--max-shard-size BYTES] [--allow-nonfinite] [--require-exact] [--force] [--json]
 //   IN may be quantized already (docs/checkpoints.md, "Quantized inputs"): its weights are converted.
+// fp8q dequantize IN OUT_DIR [--dtype bf16|f16|f32] [--threads N] [--max-shard-size BYTES]
+//                [--allow-nonfinite] [--require-exact] [--force] [--json]
+//   A quantized IN in high precision (docs/checkpoints.md, "Dequantized outputs").
 // fp8q verify OUT_DIR --against IN [--threads N] [--json]
 // fp8q inspect FILE|DIR [--json]      (with the layout quantize reads it as, and each tensor's role)
 // A checkpoint (a .safetensors file or a Hugging Face model directory) into an FP8/MXFP8
@@ -64,13 +67,18 @@ Json stats_json(const ck::ErrorStats& s) {
               {"nonfinite", s.nonfinite}};
 }
 
+bool dequantized(const ck::TensorReport& t) { return t.conversion && t.conversion->path == "dequantized"; }
+bool any_dequantized(const std::vector<ck::TensorReport>& tensors) {
+  return std::any_of(tensors.begin(), tensors.end(), [](const ck::TensorReport& t) { return dequantized(t); });
+}
+
 Json report_json(const std::vector<ck::TensorReport>& tensors, const ck::Summary& sum) {
   Json list = Json::array();
   for (const auto& t : tensors) {
     Json j{{"name", t.name}, {"dtype", std::string(ck::dtype_name(t.dtype))}, {"shape", t.shape},
            {"quantized", t.quantized}};
     if (t.quantized) {
-      j["error"] = stats_json(t.stats);
+      if (!dequantized(t)) j["error"] = stats_json(t.stats);  // a dequantized weight's measure is its conversion
       j["outputs"] = t.outputs;
       if (const auto& c = t.conversion)
         j["conversion"] = Json{{"from", c->from},       {"path", c->path},
@@ -82,8 +90,8 @@ Json report_json(const std::vector<ck::TensorReport>& tensors, const ck::Summary
     list.push_back(j);
   }
   Json s{{"tensors", sum.tensors},   {"quantized", sum.quantized}, {"kept", sum.kept},
-         {"in_bytes", sum.in_bytes}, {"out_bytes", sum.out_bytes}, {"seconds", sum.seconds},
-         {"error", stats_json(sum.stats)}};
+         {"in_bytes", sum.in_bytes}, {"out_bytes", sum.out_bytes}, {"seconds", sum.seconds}};
+  if (!any_dequantized(tensors)) s["error"] = stats_json(sum.stats);
   if (sum.converted) {
     s["converted"] = sum.converted;
     s["converted_exact"] = sum.converted_exact;
@@ -92,22 +100,31 @@ Json report_json(const std::vector<ck::TensorReport>& tensors, const ck::Summary
   return Json{{"tensors", list}, {"summary", s}};
 }
 
+void print_conversion(const ck::Conversion& c) {
+  if (c.exact())
+    std::printf("    from %s: %s, every value exact\n", c.from.c_str(), c.path.c_str());
+  else
+    std::printf("    from %s: %s, %llu values changed (the largest by %.4g)\n", c.from.c_str(), c.path.c_str(),
+                static_cast<unsigned long long>(c.changed), c.max_change);
+}
+
 void print_report(const std::vector<ck::TensorReport>& tensors, const ck::Summary& sum) {
-  std::printf("%-56s %-6s %-16s %9s %11s %10s %9s\n", "tensor", "dtype", "shape", "SQNR dB", "max |err|", "rel err",
-              "saturated");
+  if (any_dequantized(tensors))
+    std::printf("%-56s %-6s %-16s\n", "tensor", "dtype", "shape");
+  else
+    std::printf("%-56s %-6s %-16s %9s %11s %10s %9s\n", "tensor", "dtype", "shape", "SQNR dB", "max |err|", "rel err",
+                "saturated");
   for (const auto& t : tensors) {
     const std::string name = t.name.size() > 56 ? "..." + t.name.substr(t.name.size() - 53) : t.name;
-    if (t.quantized) {
+    if (t.quantized && dequantized(t)) {  // no error figures: the change is the measure
+      std::printf("%-56s %-6s %-16s dequantized\n", name.c_str(), std::string(ck::dtype_name(t.dtype)).c_str(),
+                  shape_text(t.shape).c_str());
+      print_conversion(*t.conversion);
+    } else if (t.quantized) {
       std::printf("%-56s %-6s %-16s %9.2f %11.4g %10.4g %9.2e\n", name.c_str(), std::string(ck::dtype_name(t.dtype)).c_str(),
                   shape_text(t.shape).c_str(), t.stats.sqnr_db(), t.stats.max_abs_error, t.stats.relative_error(),
                   t.stats.fraction_saturated());
-      if (const auto& c = t.conversion) {
-        if (c->exact())
-          std::printf("    from %s: %s, every value exact\n", c->from.c_str(), c->path.c_str());
-        else
-          std::printf("    from %s: %s, %llu values changed (the largest by %.4g)\n", c->from.c_str(), c->path.c_str(),
-                      static_cast<unsigned long long>(c->changed), c->max_change);
-      }
+      if (t.conversion) print_conversion(*t.conversion);
     } else {
       const bool why = !t.reason.empty() && t.reason != "kept";  // verify's reports say only "kept"
       std::printf("%-56s %-6s %-16s kept%s%s%s\n", name.c_str(), std::string(ck::dtype_name(t.dtype)).c_str(),
@@ -130,13 +147,14 @@ void print_report(const std::vector<ck::TensorReport>& tensors, const ck::Summar
     else
       std::snprintf(change, sizeof change, "%.2fx larger", ratio);
   }
-  std::printf("\n%zu tensors: %zu quantized, %zu kept; %s -> %s (%s) in %.2f s\n", sum.tensors, sum.quantized, sum.kept,
+  std::printf("\n%zu tensors: %zu %s, %zu kept; %s -> %s (%s) in %.2f s\n", sum.tensors, sum.quantized,
+              any_dequantized(tensors) ? "dequantized" : "quantized", sum.kept,
               bytes_text(static_cast<double>(sum.in_bytes)).c_str(), bytes_text(static_cast<double>(sum.out_bytes)).c_str(),
               change, sum.seconds);
   if (sum.converted)
     std::printf("converted %zu weights of a quantized input: %zu with every value exact, %zu with changed values\n",
                 sum.converted, sum.converted_exact, sum.converted - sum.converted_exact);
-  if (sum.quantized)
+  if (sum.quantized && sum.stats.count > 0)
     std::printf("quantized weights overall: SQNR %.2f dB, max |err| %.4g, relative error %.4g, saturated %.2e\n",
                 sum.stats.sqnr_db(), sum.stats.max_abs_error, sum.stats.relative_error(), sum.stats.fraction_saturated());
 }
@@ -159,7 +177,9 @@ class ProgressPrinter {
                    bytes_text(static_cast<double>(p.bytes_total)).c_str(), bytes_text(rate).c_str(), eta);
       if (p.tensors_done == p.tensors_total) std::fprintf(stderr, "\n");
     } else if (!quiet_ && p.last != nullptr) {
-      if (p.last->quantized)
+      if (dequantized(*p.last))
+        std::fprintf(stderr, "[%zu/%zu] %s: dequantized\n", p.tensors_done, p.tensors_total, p.last->name.c_str());
+      else if (p.last->quantized)
         std::fprintf(stderr, "[%zu/%zu] %s: quantized, SQNR %.2f dB\n", p.tensors_done, p.tensors_total,
                      p.last->name.c_str(), p.last->stats.sqnr_db());
       else
@@ -228,6 +248,39 @@ void run_quantize(const QuantizeArgs& a) {
   } else {
     print_report(r.tensors, r.summary);
     std::printf("wrote %s (layout %s)\n", a.out.c_str(), a.layout.c_str());
+  }
+}
+
+// ---- dequantize ----
+struct DequantizeArgs {
+  std::string in, out, dtype;
+  int threads = 1;
+  std::uint64_t max_shard = 5'000'000'000;
+  bool force = false, json = false, allow_nonfinite = false, require_exact = false;
+};
+
+void run_dequantize(const DequantizeArgs& a) {
+  ck::DequantizeCheckpointOptions o;
+  if (!a.dtype.empty()) {
+    const std::map<std::string, ck::DType> names{{"bf16", ck::DType::kBF16}, {"f16", ck::DType::kF16}, {"f32", ck::DType::kF32}};
+    const auto it = names.find(a.dtype);
+    if (it == names.end()) throw UsageError("--dtype: '" + a.dtype + "' is not one of bf16 f16 f32");
+    o.dtype = it->second;
+  }
+  o.threads = a.threads;
+  o.force = a.force;
+  o.allow_nonfinite = a.allow_nonfinite;
+  o.require_exact = a.require_exact;
+  o.max_shard_bytes = a.max_shard;
+  ProgressPrinter printer(a.json);
+  const auto r = ck::dequantize_checkpoint(a.in, a.out, o, [&](const ck::Progress& p) { printer(p); });
+  if (a.json) {
+    Json j = report_json(r.tensors, r.summary);
+    j["output"] = a.out;
+    std::printf("%s\n", json_text(j).c_str());
+  } else {
+    print_report(r.tensors, r.summary);
+    std::printf("wrote %s (dequantized)\n", a.out.c_str());
   }
 }
 
@@ -348,6 +401,25 @@ void add_quantize(CLI::App& app) {
   qc->callback([q] {
     try {
       run_quantize(*q);
+    } catch (const ck::PipelineError& e) {
+      throw UsageError(e.what());
+    }
+  });
+
+  auto d = std::make_shared<DequantizeArgs>();
+  auto* dc = app.add_subcommand("dequantize", "Write a quantized checkpoint's weights in high precision, each value rounded once");
+  dc->add_option("IN", d->in, "Quantized .safetensors file or model directory (any layout quantize reads)")->required();
+  dc->add_option("OUT_DIR", d->out, "Output directory (created; replaced only with --force)")->required();
+  dc->add_option("--dtype", d->dtype, "bf16 f16 f32 (default: the model's torch_dtype)");
+  dc->add_option("--threads", d->threads, "Worker threads (the output does not depend on it)")->capture_default_str();
+  dc->add_option("--max-shard-size", d->max_shard, "Largest output shard in bytes")->capture_default_str();
+  dc->add_flag("--allow-nonfinite", d->allow_nonfinite, "Write NaN/Inf values instead of failing");
+  dc->add_flag("--require-exact", d->require_exact, "Fail (exit 2, nothing written) where a value would change");
+  dc->add_flag("--force", d->force, "Replace an existing OUT_DIR");
+  dc->add_flag("--json", d->json, "Report as JSON on stdout");
+  dc->callback([d] {
+    try {
+      run_dequantize(*d);
     } catch (const ck::PipelineError& e) {
       throw UsageError(e.what());
     }

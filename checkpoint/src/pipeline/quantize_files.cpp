@@ -91,7 +91,10 @@ void write_other_files(const Model& model, const fs::path& in, const CheckedOpti
     write_text(std::string(kIndexFileName), index.dump(2) + "\n");
   }
   OJson config = model.config_json() ? OJson::parse(*model.config_json()) : OJson::object();
-  config["quantization_config"] = OJson::parse(layout->quantization_config(ctx));
+  if (layout != nullptr)
+    config["quantization_config"] = OJson::parse(layout->quantization_config(ctx));
+  else
+    config.erase("quantization_config");
   write_text(std::string(kConfigFileName), config.dump(2) + "\n");
   if (model.is_directory()) {
     std::vector<fs::path> extra;
@@ -100,6 +103,7 @@ void write_other_files(const Model& model, const fs::path& in, const CheckedOpti
       // other weights' indexes (pytorch_model.bin.index.json) name files that are not copied
       if (name == kConfigFileName || name.ends_with(".index.json") || name.starts_with(".") || is_weight_file(entry.path()))
         continue;
+      if (plan.quantized_input && name == "hf_quant_config.json") continue;
       if (!entry.is_regular_file()) continue;
       if (!resolves_into_model(in, entry.path())) continue;  // a link out of the model: not copied
       extra.push_back(entry.path());

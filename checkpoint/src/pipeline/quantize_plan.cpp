@@ -136,7 +136,7 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
         continue;
       }
       const reencode::SourceModule& sm = m->second;
-      if (auto why = layout->cannot_quantize(sm.shape, opt.layout_options))
+      if (auto why = layout ? layout->cannot_quantize(sm.shape, opt.layout_options) : std::nullopt)
         throw PipelineError("tensor " + quote(t.info->name) + " (" + std::string(source->layout->name()) +
                             ", W " + std::to_string(sm.shape[0]) + " x " + std::to_string(sm.shape[1]) +
                             ") cannot be converted: layout " + std::string(layout->name()) + " keeps such a weight in "
@@ -200,7 +200,9 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
     ctx.static_input_scales = true;
   }
   for (Item& it : items) {
-    if (!it.keep) it.specs = layout->plan(it.weight, opt.layout_options);
+    if (!it.keep)
+      it.specs = checked.dequantize_to ? std::vector<TensorSpec>{{it.weight.name, *checked.dequantize_to, it.weight.shape}}
+                                       : layout->plan(it.weight, opt.layout_options);
     for (const auto& s : it.specs) {
       const auto [pos, fresh] = produced_by.emplace(s.name, it.tensor->info->name);
       if (!fresh)
@@ -226,7 +228,7 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
     }
     shards.emplace_back(begin, items.size());
   }
-  return {std::move(items), std::move(ctx), std::move(shards)};
+  return {std::move(items), std::move(ctx), std::move(shards), source.has_value()};
 }
 
 }  // namespace fp8q::checkpoint::pipeline

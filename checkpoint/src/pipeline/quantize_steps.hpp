@@ -23,11 +23,13 @@ namespace fp8q::checkpoint::pipeline {
 
 using OJson = nlohmann::ordered_json;
 
-// The layout that --layout names, with the options checked against it.
+// The layout that --layout names, with the options checked against it; or, dequantizing, no
+// layout and the dtype the quantized weights are written in.
 struct CheckedOptions {
   const Layout* layout = nullptr;
   int threads = 1;
   std::optional<calib::Method> method;  // --calib-method, with --calib-data
+  std::optional<DType> dequantize_to;   // dequantize_checkpoint (layout is nullptr)
 };
 CheckedOptions check_options(const QuantizeCheckpointOptions& opt);
 
@@ -50,6 +52,7 @@ struct QuantizePlan {
   std::vector<Item> items;
   ConfigContext ctx;                                         // what the layout's config needs
   std::vector<std::pair<std::size_t, std::size_t>> shards;  // [begin, end) of items
+  bool quantized_input = false;                              // IN's quantization is replaced
 };
 // With a quantized input (`source`), its quantized modules are converted, its other tensors kept.
 QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt,
@@ -65,8 +68,9 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
                    QuantizePlan& plan, const std::filesystem::path& dir, const ProgressFn& progress,
                    QuantizeResult& result, OJson& index_map);
 
-// The shard index (more than one shard), config.json with the layout's quantization_config,
-// and IN's other files, into `dir`.
+// The shard index (more than one shard), config.json with the layout's quantization_config
+// (none when dequantizing), and IN's other files (not a quantized IN's hf_quant_config.json,
+// which would describe the input's quantization), into `dir`.
 void write_other_files(const Model& model, const std::filesystem::path& in, const CheckedOptions& checked,
                        const QuantizePlan& plan, const OJson& index_map, const std::filesystem::path& dir,
                        QuantizeResult& result);

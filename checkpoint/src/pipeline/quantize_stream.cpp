@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,7 +57,9 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
   Progress prog;
   prog.tensors_total = items.size();
   prog.bytes_total = model.total_bytes();
-  const auto meta = shard_metadata(*layout, opt.layout_options);
+  const auto meta = layout ? shard_metadata(*layout, opt.layout_options) : std::map<std::string, std::string>{{"format", "pt"}};
+  // what the weights become, for messages: the layout, or the dtype they are dequantized to
+  const std::string target = layout ? std::string(layout->name()) : std::string(dtype_name(*checked.dequantize_to));
   for (std::size_t s = 0; s < shards.size(); ++s) {
     const std::string file = shard_name(s, shards.size());
     std::vector<TensorSpec> specs;
@@ -148,19 +151,30 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
         // A quantized input's weight: its exact values into the layout (reencode.hpp).
         try {
           const DequantView v = reencode::read_source(*source, model, *it.source);
-          reencode::Reencoded r = reencode::reencode(v, *layout, it.weight, quantize_options);
-          r.report.from = std::string(source->layout->name());
-          if (opt.require_exact && !r.report.exact()) {
+          if (checked.dequantize_to) {
+            reencode::Dequantized d = reencode::dequantize(v, *checked.dequantize_to, quantize_options.threads);
+            if (d.first_nonfinite && !opt.allow_nonfinite)
+              throw PipelineError("tensor " + quote(info.name) + ": element " + std::to_string(*d.first_nonfinite) +
+                                  " (row " + std::to_string(*d.first_nonfinite / v.cols) + ", column " +
+                                  std::to_string(*d.first_nonfinite % v.cols) + ") is NaN or Inf in " + target +
+                                  "; --allow-nonfinite writes it");
+            rep.conversion = d.report;
+            q.tensors.push_back({it.specs[0], std::move(d.bytes)});
+          } else {
+            reencode::Reencoded r = reencode::reencode(v, *layout, it.weight, quantize_options);
+            rep.conversion = r.report;
+            q = std::move(r.q);
+            decoded = std::move(r.values);
+          }
+          rep.conversion->from = std::string(source->layout->name());
+          if (opt.require_exact && !rep.conversion->exact()) {
             char d[32];
-            std::snprintf(d, sizeof d, "%.6g", r.report.max_change);
-            throw PipelineError("--require-exact: tensor " + quote(info.name) + " (" + r.report.from + " -> " +
-                                std::string(layout->name()) + "): " + std::to_string(r.report.changed) + " of " +
-                                std::to_string(r.values.size()) + " values would change (the largest by " + d +
+            std::snprintf(d, sizeof d, "%.6g", rep.conversion->max_change);
+            throw PipelineError("--require-exact: tensor " + quote(info.name) + " (" + rep.conversion->from + " -> " +
+                                target + "): " + std::to_string(rep.conversion->changed) + " of " +
+                                std::to_string(v.rows * v.cols) + " values would change (the largest by " + d +
                                 "); nothing was written");
           }
-          rep.conversion = r.report;
-          q = std::move(r.q);
-          decoded = std::move(r.values);
         } catch (const std::invalid_argument& e) {
           finish_pending();
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
@@ -184,7 +198,7 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
       // that fails on the weight gets the scan first, so the error is the same either way.
       const bool check_finite = !opt.allow_nonfinite;
       try {
-        if (check_finite && !opt.measure) throw_if_nonfinite(measured, measured_data, quantize_options);
+        if (check_finite && !opt.measure && !checked.dequantize_to) throw_if_nonfinite(measured, measured_data, quantize_options);
         it.weight.data = measured_data;
         try {
           if (!it.source) q = layout->quantize(it.weight, quantize_options);
@@ -195,12 +209,12 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
           if (check_finite) throw_if_nonfinite(info, data, quantize_options);
           throw PipelineError("tensor " + quote(info.name) + ": " + e.what());
         }
-        if (q.tensors.size() != it.specs.size()) throw std::logic_error("layout " + std::string(layout->name()) + ": plan and quantize disagree");
+        if (q.tensors.size() != it.specs.size()) throw std::logic_error(target + ": plan and quantize disagree");
         for (std::size_t k = 0; k < q.tensors.size(); ++k) {
           const auto& got = q.tensors[k];
           if (got.spec.name != it.specs[k].name || got.spec.dtype != it.specs[k].dtype || got.spec.shape != it.specs[k].shape ||
               got.bytes.size() != spec_bytes(it.specs[k]))
-            throw std::logic_error("layout " + std::string(layout->name()) + ": tensor " + got.spec.name + " differs from its plan");
+            throw std::logic_error(target + ": tensor " + got.spec.name + " differs from its plan");
         }
       } catch (...) {
         finish_pending();  // the previous weight's error, if it has one, comes first

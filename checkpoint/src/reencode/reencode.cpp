@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 #include "fp8q/numerics/bulk.hpp"
 #include "fp8q/numerics/convert.hpp"
@@ -64,13 +66,31 @@ float to_odd_f32(double x, std::uint64_t& rounded) {
     f |= static_cast<std::uint32_t>(sticky) | static_cast<std::uint32_t>(b >> 32 & 0x80000000u);
     return std::bit_cast<float>(f);
   }
-  if (std::isnan(x)) return std::numeric_limits<float>::quiet_NaN();
+  if (std::isnan(x)) return std::copysign(std::numeric_limits<float>::quiet_NaN(), std::signbit(x) ? -1.0f : 1.0f);
   ConvertOptions o;
   o.rounding = Rounding::kOdd;
   o.overflow = Overflow::kInfOrNan;  // beyond fp32: max finite under round-to-odd; Inf stays Inf
   const float f = float_of(static_cast<std::uint32_t>(encode_f64(x, kF32, o)));
   rounded += static_cast<double>(f) != x;
   return f;
+}
+
+// fp32 nearest-even rounding of x (overflow to Inf), by the bits of x in fp32's normal range,
+// elsewhere by the scalar conversion: no FP environment involved.
+std::uint32_t nearest_f32(double x) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, 8);
+  const std::uint64_t mag = b & ~(std::uint64_t{1} << 63);
+  const int e = static_cast<int>(mag >> 52) - 1023;
+  if (e >= -126 && e <= 127) {
+    std::uint32_t f = static_cast<std::uint32_t>(e + 127) << 23 | static_cast<std::uint32_t>((mag >> 29) & 0x7FFFFF);
+    const std::uint64_t rest = mag & ((std::uint64_t{1} << 29) - 1), half = std::uint64_t{1} << 28;
+    f += rest > half || (rest == half && (f & 1) != 0);  // a carry reaches the exponent (2^128: Inf)
+    return f | static_cast<std::uint32_t>(b >> 32 & 0x80000000u);
+  }
+  ConvertOptions o;
+  o.overflow = Overflow::kInfOrNan;
+  return static_cast<std::uint32_t>(encode_f64(x, kF32, o));
 }
 
 // Rows are independent work; a thread takes whole chunks of `unit` rows (a scale block's height).
@@ -237,6 +257,56 @@ std::vector<float> fp32_values(const DequantView& v, int threads, std::uint64_t&
     rounded += n;
   });
   return out;
+}
+
+Dequantized dequantize(const DequantView& v, DType dtype, int threads) {
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+    throw std::invalid_argument("dequantize: " + std::string(dtype_name(dtype)) + " is not BF16, F16 or F32");
+  const Format& f = dtype == DType::kF32 ? kF32 : dtype == DType::kBF16 ? kBF16 : kF16;
+  const std::size_t width = f.storage_bytes(), cols = v.cols;
+  const Decoder values(v);
+  Dequantized d;
+  d.report.path = "dequantized";
+  d.bytes.resize(v.rows * cols * width);
+  ConvertOptions o;  // fp32 round-to-odd -> bf16 / fp16 nearest-even: one rounding of the exact value
+  o.overflow = Overflow::kInfOrNan;
+  std::mutex m;
+  over_rows(v.rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
+    std::vector<double> x(cols);
+    std::vector<float> odd(cols);
+    std::uint64_t changed = 0, rounded = 0;
+    double largest = 0;
+    std::optional<std::uint64_t> bad;
+    for (std::size_t r = r0; r < r1; ++r) {
+      values.row(r, x.data());
+      std::byte* out = d.bytes.data() + r * cols * width;
+      if (dtype == DType::kF32) {
+        for (std::size_t c = 0; c < cols; ++c) {
+          const std::uint32_t u = nearest_f32(x[c]);
+          std::memcpy(out + 4 * c, &u, 4);
+        }
+      } else {
+        for (std::size_t c = 0; c < cols; ++c) odd[c] = to_odd_f32(x[c], rounded);
+        convert(std::as_bytes(std::span<const float>(odd)), kF32, std::span<std::byte>(out, cols * width), f, o);
+      }
+      for (std::size_t c = 0; c < cols; ++c) {
+        std::uint32_t code = 0;
+        std::memcpy(&code, out + c * width, width);
+        const double y = decode_f32(code, f);
+        const bool nx = x[c] != x[c], ny = y != y;
+        const bool differ = x[c] != y && !(nx && ny);
+        changed += differ;
+        const double change = nx != ny ? std::numeric_limits<double>::infinity() : differ ? std::fabs(x[c] - y) : 0.0;
+        largest = change > largest ? change : largest;
+        if (!bad && !std::isfinite(y)) bad = r * cols + c;
+      }
+    }
+    const std::lock_guard<std::mutex> lock(m);
+    d.report.changed += changed;
+    if (largest > d.report.max_change) d.report.max_change = largest;
+    if (bad && (!d.first_nonfinite || *bad < *d.first_nonfinite)) d.first_nonfinite = bad;
+  });
+  return d;
 }
 
 Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w, const LayoutOptions& options) {

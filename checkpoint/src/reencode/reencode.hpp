@@ -6,7 +6,9 @@
 // exact value, and the report counts the values that changed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "fp8q/checkpoint/layout.hpp"
@@ -53,5 +55,17 @@ struct Reencoded {
 // Takes source_scaled_encoding where it keeps every value, else whichever of it and the layout's
 // own quantization changes fewer values (the latter on a tie).
 Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w, const LayoutOptions& options);
+
+// A quantized weight written in high precision (docs/checkpoints.md, "Dequantized outputs"):
+// each exact value rounded once to `dtype` (BF16, F16 or F32) under nearest-even, overflow to
+// Inf; rows over `threads`, the bytes independent of it and of the caller's FP environment.
+// report.changed / max_change count the values the dtype cannot hold. first_nonfinite: the
+// index of the first NaN or Inf value written, if any.
+struct Dequantized {
+  std::vector<std::byte> bytes;
+  Conversion report;
+  std::optional<std::uint64_t> first_nonfinite;
+};
+Dequantized dequantize(const DequantView& source, DType dtype, int threads);
 
 }  // namespace fp8q::checkpoint::reencode

@@ -66,8 +66,9 @@ std::optional<std::string> keep_reason(const TensorInfo& t, const std::vector<st
 // "Quantized inputs").
 struct Conversion {
   std::string from;                // the input's layout
-  std::string path;                // "requantized" (the layout's quantizer on the exact values) or
+  std::string path;                // "requantized" (the layout's quantizer on the exact values),
                                    // "re-encoded" (the exact values under scales the layout stores)
+                                   // or "dequantized" (dequantize_checkpoint)
   std::uint64_t changed = 0;       // values that differ from the input's exact values (NaN equals NaN)
   double max_change = 0;           // the largest |difference| (Inf where a NaN appeared or went)
   std::uint64_t fp32_rounded = 0;  // input values fp32 cannot hold (quantized from their round-to-odd fp32)
@@ -111,6 +112,27 @@ struct QuantizeResult {
 // in a weight naming the tensor and element), FormatError (malformed input), std::system_error.
 QuantizeResult quantize_checkpoint(const std::filesystem::path& in, const std::filesystem::path& out_dir,
                                    const QuantizeCheckpointOptions& options, const ProgressFn& progress = {});
+
+// dequantize_checkpoint(IN, OUT_DIR): a quantized IN in high precision (docs/checkpoints.md,
+// "Dequantized outputs"). Every quantized weight of IN (any layout quantize reads) becomes
+// "<module>.weight" in `dtype`, each value decode(q) x scale (exact) rounded once, nearest-even;
+// its scale tensors are dropped; every other tensor is copied bit for bit; config.json loses
+// "quantization_config" and hf_quant_config.json is not copied. Each weight's report carries a
+// Conversion with path "dequantized" and the values the dtype could not hold. The output is
+// built and committed as quantize_checkpoint()'s (streamed, staged, durable; nothing written on
+// an error). Throws PipelineError when IN holds no quantized weight, for a dtype other than
+// BF16, F16, F32, a NaN/Inf value (unless allow_nonfinite), or require_exact and a change.
+struct DequantizeCheckpointOptions {
+  std::optional<DType> dtype;              // default: the model's (config.json's torch_dtype, else the
+                                           // dtype of its first high-precision weight)
+  int threads = 1;
+  bool force = false;
+  bool allow_nonfinite = false;
+  bool require_exact = false;
+  std::uint64_t max_shard_bytes = 5'000'000'000;
+};
+QuantizeResult dequantize_checkpoint(const std::filesystem::path& in, const std::filesystem::path& out_dir,
+                                     const DequantizeCheckpointOptions& options, const ProgressFn& progress = {});
 
 // How quantize reads a checkpoint (docs/checkpoints.md, "Quantized inputs"): its quantized
 // layout (empty when it holds no quantized weight), what named it, and each tensor's role:

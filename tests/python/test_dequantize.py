@@ -1,0 +1,123 @@
+"""fp8q dequantize: a quantized checkpoint written in high precision (docs/checkpoints.md,
+"Dequantized outputs").
+
+The loader suite's llama model is quantized by fp8q into each input layout (and a ModelOpt NVFP4
+export is written from its documented layout), then dequantized. Each output weight is checked
+against the input's exact values, decoded here independently of fp8q (test_quantized_inputs'
+exact_weights): it must be the nearest value of the dtype, ties to even, which this test checks
+from the value's two neighbours in that dtype, not by a rounding of its own. The report's count
+and largest change must be those of that comparison. Every other tensor is the input's, bit for
+bit; the output has no scales and no quantization config, and transformers loads it as a plain
+model whose weights are the file's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from checkpoints import tensors
+from test_quantized_inputs import LAYOUT_ARGS, exact_weights, write_modelopt_nvfp4
+
+transformers = pytest.importorskip("transformers")
+
+SOURCES = ["hf-fp8", "ct-fp8 channel", "ct-mxfp8", "ct-mxfp4", "ct-nvfp4", "trn2", "trn3-mx"]
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+INT = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32}
+
+
+def run(cli: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(cli), *args], capture_output=True, text=True)
+
+
+def assert_nearest_even(x: torch.Tensor, y: torch.Tensor, name: str) -> None:
+    """y (a float dtype) holds x (float64) rounded to nearest, ties to even: no neighbour of y
+    in y's dtype is nearer to x, and on a tie y's last bit is 0. Finite x only."""
+    bits = y.view(INT[y.dtype])
+    # neighbours by the integer next to y's pattern, toward and away from zero (sign-magnitude)
+    up, down = (bits + 1).view(y.dtype).to(torch.float64), (bits - 1).view(y.dtype).to(torch.float64)
+    y64 = y.to(torch.float64)
+    d = (x - y64).abs()
+    zero = y64 == 0  # a zero's pattern minus one is not its neighbour: compare with the smallest subnormal
+    tiny = torch.tensor(1, dtype=INT[y.dtype]).view(y.dtype).to(torch.float64)
+    nearer_up = torch.where(zero, x.abs() > tiny / 2, ((x - up).abs() < d) & ~up.isnan())
+    nearer_down = torch.where(zero, torch.zeros_like(zero), ((x - down).abs() < d) & ~down.isnan())
+    tie = ((x - up).abs() == d) | ((x - down).abs() == d)
+    odd_tie = tie & (d > 0) & ((bits & 1) == 1) & ~zero
+    finite = y64.isfinite()
+    assert not (nearer_up & finite).any(), f"{name}: a larger-magnitude neighbour is nearer"
+    assert not (nearer_down & finite).any(), f"{name}: a smaller-magnitude neighbour is nearer"
+    assert not (odd_tie & finite).any(), f"{name}: a tie went to the odd neighbour"
+    assert not ((~finite) & x.isfinite() & (x.abs() < torch.finfo(y.dtype).max)).any(), name
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("source", SOURCES)
+def test_dequantized_weights_are_the_exact_values_rounded_once(tmp_path, cli, loader_models, source, dtype):
+    src = loader_models["llama"]
+    done = run(cli, "quantize", str(src), str(tmp_path / "in"), *LAYOUT_ARGS[source])
+    assert done.returncode == 0, done.stderr
+    done = run(cli, "dequantize", str(tmp_path / "in"), str(tmp_path / "out"), "--dtype", dtype, "--json")
+    assert done.returncode == 0, done.stderr
+    report = {t["name"]: t for t in json.loads(done.stdout)["tensors"]}
+    q, out = tensors(tmp_path / "in"), tensors(tmp_path / "out")
+    exact = exact_weights(q)
+    assert len(exact) >= 12
+    for module, x in exact.items():
+        y = out[module + ".weight"]
+        assert y.dtype == DTYPES[dtype] and y.shape == x.shape, module
+        assert_nearest_even(x, y, module)
+        codes = module + (".weight_packed" if module + ".weight_packed" in q else ".weight")
+        c = report[codes]["conversion"]
+        changed = x != y.to(torch.float64)
+        assert c["path"] == "dequantized" and c["changed"] == int(changed.sum()), module
+        assert c["max_change"] == (float((x - y.to(torch.float64)).abs().max()) if changed.any() else 0.0), module
+        assert not any(k.startswith(module + ".") and k != module + ".weight" and k != module + ".bias" for k in out), module
+    for name, t in q.items():  # everything else, bit for bit
+        if not any(name.startswith(m + ".") for m in exact):
+            assert torch.equal(out[name].view(torch.uint8), t.view(torch.uint8)), name
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert "quantization_config" not in config
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype=DTYPES[dtype]).eval()
+    params = dict(loaded.named_parameters())
+    for module in exact:
+        assert torch.equal(params[module + ".weight"].detach(), out[module + ".weight"]), module
+
+
+def test_mx_values_fit_f32_and_require_exact(tmp_path, cli, loader_models):
+    """An e4m3fn code times a power of two has at most 4 significant bits: every MXFP8 value
+    fits fp32 (and --require-exact passes); per-channel fp32 scales give up to 28 bits, which
+    bf16 cannot hold: --require-exact fails, naming the tensor, and writes nothing."""
+    src = loader_models["llama"]
+    assert run(cli, "quantize", str(src), str(tmp_path / "mx"), "--layout", "ct-mxfp8").returncode == 0
+    done = run(cli, "dequantize", str(tmp_path / "mx"), str(tmp_path / "mx32"), "--dtype", "f32", "--require-exact", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["converted"] == summary["converted_exact"] >= 12
+    assert run(cli, "quantize", str(src), str(tmp_path / "ch"), *LAYOUT_ARGS["ct-fp8 channel"]).returncode == 0
+    done = run(cli, "dequantize", str(tmp_path / "ch"), str(tmp_path / "ch16"), "--dtype", "bf16", "--require-exact")
+    assert done.returncode == 2 and "--require-exact: tensor " in done.stderr and "nothing was written" in done.stderr
+    assert not (tmp_path / "ch16").exists()
+
+
+def test_modelopt_export_drops_its_quant_config(tmp_path, cli):
+    exact = write_modelopt_nvfp4(tmp_path / "in")
+    done = run(cli, "dequantize", str(tmp_path / "in"), str(tmp_path / "out"), "--dtype", "f32")
+    assert done.returncode == 0, done.stderr
+    out = tensors(tmp_path / "out")
+    for module, x in exact.items():
+        assert_nearest_even(x, out[module + ".weight"], module)
+    assert not (tmp_path / "out" / "hf_quant_config.json").exists()
+
+
+def test_refusals(tmp_path, cli, loader_models):
+    src = loader_models["llama"]
+    done = run(cli, "dequantize", str(src), str(tmp_path / "out"))
+    assert done.returncode == 2 and "holds no quantized weight: nothing to dequantize" in done.stderr, done.stderr
+    assert run(cli, "quantize", str(src), str(tmp_path / "in"), "--layout", "ct-mxfp8").returncode == 0
+    done = run(cli, "dequantize", str(tmp_path / "in"), str(tmp_path / "out"), "--dtype", "f64")
+    assert done.returncode == 2 and "--dtype: 'f64' is not one of bf16 f16 f32" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
