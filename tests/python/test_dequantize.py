@@ -121,3 +121,74 @@ def test_refusals(tmp_path, cli, loader_models):
     done = run(cli, "dequantize", str(tmp_path / "in"), str(tmp_path / "out"), "--dtype", "f64")
     assert done.returncode == 2 and "--dtype: 'f64' is not one of bf16 f16 f32" in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def write_gpt_oss_mxfp4(directory: Path) -> dict[str, torch.Tensor]:
+    """A small gpt-oss model (transformers' GptOssForCausalLM, random init, bf16) whose experts
+    are stored as gpt-oss stores them: U8 *_blocks [E, N, K/32, 16] and E8M0 *_scales
+    [E, N, K/32], config.json quant_method "mxfp4". Returns the blocks and scales."""
+    from safetensors.torch import load_file, save_file
+
+    torch.manual_seed(0)
+    config = transformers.GptOssConfig(num_hidden_layers=1, hidden_size=64, intermediate_size=96, num_local_experts=4,
+                                       num_experts_per_tok=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                       vocab_size=128, layer_types=["full_attention"])
+    transformers.GptOssForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
+    state = load_file(directory / "model.safetensors")
+    g = torch.Generator().manual_seed(1)
+    packed = {}
+    for name in [k for k in state if k.endswith("_proj") and ".experts." in k]:
+        experts, k, n = state.pop(name).shape  # the loader's [E, K, N]
+        packed[name + "_blocks"] = torch.randint(0, 256, (experts, n, k // 32, 16), generator=g, dtype=torch.uint8)
+        packed[name + "_scales"] = torch.randint(100, 150, (experts, n, k // 32), generator=g, dtype=torch.uint8)
+    save_file({**state, **packed}, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    c = json.loads((directory / "config.json").read_text())
+    c["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "lm_head"]}
+    (directory / "config.json").write_text(json.dumps(c))
+    return packed
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_gpt_oss_experts_as_the_loader_dequantizes_them(tmp_path, cli, dtype):
+    """Each expert stack equals transformers' own convert_moe_packed_tensors (its gpt-oss loader's
+    dequantization, [E, K, N]) bit for bit: every MXFP4 value of these scales fits both dtypes;
+    transformers then loads the output as a plain gpt-oss model with the same logits as the
+    MXFP4 checkpoint it dequantizes itself."""
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    packed = write_gpt_oss_mxfp4(tmp_path / "mx")
+    done = run(cli, "inspect", str(tmp_path / "mx"))
+    assert 'read as: layout gpt-oss-mxfp4 (config.json quant_method "mxfp4"' in done.stdout, done.stdout
+    assert "codes of model.layers.0.mlp.experts.gate_up_proj, experts W [4, 192, 64]" in done.stdout, done.stdout
+    done = run(cli, "dequantize", str(tmp_path / "mx"), str(tmp_path / "out"), "--dtype", dtype, "--require-exact")
+    assert done.returncode == 0, done.stderr
+    out = tensors(tmp_path / "out")
+    for name in [k for k in packed if k.endswith("_blocks")]:
+        proj = name[: -len("_blocks")]
+        expected = convert_moe_packed_tensors(packed[name], packed[proj + "_scales"], dtype=DTYPES[dtype])
+        assert torch.equal(out[proj], expected), proj
+        assert name not in out and proj + "_scales" not in out
+    if dtype == "bf16":
+        own = transformers.GptOssForCausalLM.from_pretrained(
+            tmp_path / "mx", quantization_config=transformers.Mxfp4Config(dequantize=True), dtype=torch.bfloat16).eval()
+        ours = transformers.GptOssForCausalLM.from_pretrained(tmp_path / "out", dtype=torch.bfloat16).eval()
+        ids = torch.randint(0, 128, (2, 9), generator=torch.Generator().manual_seed(3))
+        with torch.no_grad():
+            assert torch.equal(own(ids).logits, ours(ids).logits)
+    # the 2-D layouts cannot hold a stack of experts: refused, nothing written
+    done = run(cli, "quantize", str(tmp_path / "mx"), str(tmp_path / "trn"), "--layout", "trn3-mx")
+    assert done.returncode == 2 and "holds 4 experts in one 3-D tensor" in done.stderr, done.stderr
+    assert not (tmp_path / "trn").exists()
+
+
+def test_gpt_oss_scales_of_another_shape_are_refused(tmp_path, cli):
+    from safetensors.torch import load_file, save_file
+
+    write_gpt_oss_mxfp4(tmp_path / "mx")
+    state = load_file(tmp_path / "mx" / "model.safetensors")
+    name = "model.layers.0.mlp.experts.down_proj_scales"
+    state[name] = state[name][:, :, :1].contiguous()  # one group short
+    save_file(state, str(tmp_path / "mx" / "model.safetensors"), metadata={"format": "pt"})
+    done = run(cli, "dequantize", str(tmp_path / "mx"), str(tmp_path / "out"))
+    assert done.returncode == 2 and f'"{name}"' in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()

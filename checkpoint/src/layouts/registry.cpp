@@ -53,7 +53,9 @@ const Layout* layout_named(std::string_view name) {
 }
 
 const Layout* input_layout_named(std::string_view name) {
-  return name == layouts::modelopt_nvfp4_layout().name() ? &layouts::modelopt_nvfp4_layout() : nullptr;
+  for (const Layout* l : {&layouts::modelopt_nvfp4_layout(), &layouts::gpt_oss_mxfp4_layout()})
+    if (l->name() == name) return l;
+  return nullptr;
 }
 
 std::vector<std::string_view> layout_names() { return {"hf-fp8", "ct-fp8", "ct-mxfp8", "ct-mxfp4", "ct-nvfp4", "trn2", "trn3-mx"}; }

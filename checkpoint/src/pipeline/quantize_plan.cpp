@@ -30,6 +30,12 @@ void check_no_overlap(const fs::path& in, const fs::path& out) {
                         "; the input is never written");
 }
 
+// A dequantized weight's shape: W's, experts as their loader's [E, in, out].
+std::vector<std::uint64_t> dequantized_shape(const Item& it) {
+  const auto& s = it.weight.shape;
+  return it.source && it.source->experts() ? std::vector<std::uint64_t>{s[0], s[2], s[1]} : s;
+}
+
 }  // namespace
 
 std::uint64_t spec_bytes(const TensorSpec& s) {
@@ -136,6 +142,10 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
         continue;
       }
       const reencode::SourceModule& sm = m->second;
+      if (sm.experts() && !checked.dequantize_to)
+        throw PipelineError("tensor " + quote(t.info->name) + " (" + std::string(source->layout->name()) + ") holds " +
+                            std::to_string(sm.shape[0]) + " experts in one 3-D tensor, which the 2-D weight layouts do "
+                            "not store; fp8q dequantize writes them in high precision");
       if (auto why = layout ? layout->cannot_quantize(sm.shape, opt.layout_options) : std::nullopt)
         throw PipelineError("tensor " + quote(t.info->name) + " (" + std::string(source->layout->name()) +
                             ", W " + std::to_string(sm.shape[0]) + " x " + std::to_string(sm.shape[1]) +
@@ -149,7 +159,7 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
           throw PipelineError("--ignore " + quote(p) + " matches " + quote(sm.module + ".weight") +
                               ", which the input stores quantized: a quantized input's weights are all converted");
       it.source = sm;
-      it.weight.name = sm.module + ".weight";
+      it.weight.name = sm.weight_name();
       it.weight.module = sm.module;
       it.weight.dtype = DType::kF32;
       it.weight.scale_dtype = source->model_dtype;
@@ -201,7 +211,7 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
   }
   for (Item& it : items) {
     if (!it.keep)
-      it.specs = checked.dequantize_to ? std::vector<TensorSpec>{{it.weight.name, *checked.dequantize_to, it.weight.shape}}
+      it.specs = checked.dequantize_to ? std::vector<TensorSpec>{{it.weight.name, *checked.dequantize_to, dequantized_shape(it)}}
                                        : layout->plan(it.weight, opt.layout_options);
     for (const auto& s : it.specs) {
       const auto [pos, fresh] = produced_by.emplace(s.name, it.tensor->info->name);

@@ -159,6 +159,10 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
                                   std::to_string(*d.first_nonfinite % v.cols) + ") is NaN or Inf in " + target +
                                   "; --allow-nonfinite writes it");
             rep.conversion = d.report;
+            if (it.source->experts()) {
+              const auto& s = it.source->shape;
+              d.bytes = reencode::transpose_experts(d.bytes, s[0], s[1], s[2], dtype_bytes(*checked.dequantize_to));
+            }
             q.tensors.push_back({it.specs[0], std::move(d.bytes)});
           } else {
             reencode::Reencoded r = reencode::reencode(v, *layout, it.weight, quantize_options);

@@ -309,6 +309,18 @@ Dequantized dequantize(const DequantView& v, DType dtype, int threads) {
   return d;
 }
 
+std::vector<std::byte> transpose_experts(const std::vector<std::byte>& in, std::size_t experts, std::size_t rows,
+                                         std::size_t cols, std::size_t width) {
+  std::vector<std::byte> out(in.size());
+  for (std::size_t e = 0; e < experts; ++e) {
+    const std::byte* a = in.data() + e * rows * cols * width;
+    std::byte* b = out.data() + e * rows * cols * width;
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) std::memcpy(b + (c * rows + r) * width, a + (r * cols + c) * width, width);
+  }
+  return out;
+}
+
 Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w, const LayoutOptions& options) {
   Reencoded r;
   const int threads = options.threads;

@@ -68,4 +68,9 @@ struct Dequantized {
 };
 Dequantized dequantize(const DequantView& source, DType dtype, int threads);
 
+// Elements of `width` bytes, [experts, rows, cols] -> [experts, cols, rows]: a stack of expert
+// weights [E, N, K] in the [E, K, N] order of gpt-oss's parameters.
+std::vector<std::byte> transpose_experts(const std::vector<std::byte>& in, std::size_t experts, std::size_t rows,
+                                         std::size_t cols, std::size_t width);
+
 }  // namespace fp8q::checkpoint::reencode

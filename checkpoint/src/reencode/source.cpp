@@ -19,7 +19,7 @@ namespace {
 const char* const kReads =
     "fp8q reads quant_method \"fp8\" (DeepSeek-V3 / Transformers fine-grained FP8, 128x128 blocks), "
     "\"compressed-tensors\" (float-quantized, mxfp8-quantized, mxfp4-pack-quantized, nvfp4-pack-quantized), "
-    "ModelOpt's NVFP4 and fp8q's own layouts";
+    "\"mxfp4\" (gpt-oss's experts), ModelOpt's NVFP4 and fp8q's own layouts";
 
 [[noreturn]] void refuse(const std::string& what) { throw PipelineError(what + "; " + kReads); }
 
@@ -161,6 +161,12 @@ std::optional<QuantizedSource> layout_from_texts(const std::map<std::string, std
     if (method == "modelopt") return from_modelopt(*q, "config.json quant_method \"modelopt\",");
     if (method == "fp8") return from_fp8_config(*q);
     if (method == "compressed-tensors") return from_compressed_tensors(*q);
+    if (method == "mxfp4") {  // gpt-oss: the experts' *_blocks / *_scales
+      QuantizedSource s;
+      s.layout = input_layout_named("gpt-oss-mxfp4");
+      s.described_by = "config.json quant_method \"mxfp4\" (gpt-oss experts)";
+      return s;
+    }
     refuse("config.json: quantization_config.quant_method is " + quote(method.empty() ? "?" : method));
   }
   return std::nullopt;
@@ -193,7 +199,9 @@ std::optional<SourceModule> source_module(const QuantizedSource& s, const Model&
   const auto dot = name.rfind('.');
   if (dot == std::string::npos) return std::nullopt;
   SourceModule m;
-  m.module = name.substr(0, dot);
+  // "<module>.weight" and the like; gpt-oss's experts are "<module>_blocks"
+  const bool blocks = name.ends_with("_blocks");
+  m.module = blocks ? name.substr(0, name.size() - 7) : name.substr(0, dot);
   WeightRef probe;
   probe.module = m.module;
   probe.name = m.module + ".weight";
@@ -203,6 +211,7 @@ std::optional<SourceModule> source_module(const QuantizedSource& s, const Model&
   std::vector<std::vector<std::uint64_t>> shapes;
   if (st.size() == 2) shapes = {{st[0], st[1]}, {st[0], st[1] * 2}};
   if (st.size() == 4 && s.in_features.count(m.module)) shapes = {{st[2], s.in_features.at(m.module)}};
+  if (st.size() == 4 && blocks) shapes = {{st[0], st[1], st[2] * 32}};  // E experts [N, K]
   for (const auto& shape : shapes) {
     probe.shape = shape;
     const auto specs = s.layout->plan(probe, s.options);
@@ -272,7 +281,9 @@ CheckpointLayout describe_checkpoint(const Model& model) {
     d.layout = std::string(source->layout->name());
     d.described_by = source->described_by;
     for (const auto& [codes, m] : reencode::source_modules(*source, model).by_codes) {
-      role[codes] = "codes of " + m.module + ", W [" + std::to_string(m.shape[0]) + ", " + std::to_string(m.shape[1]) + "]";
+      std::string dims;
+      for (const auto d : m.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      role[codes] = "codes of " + m.module + (m.shape.size() == 3 ? ", experts W [" : ", W [") + dims + "]";
       for (std::size_t i = 1; i < m.tensors.size(); ++i) role[m.tensors[i]->info->name] = "scales of " + m.module;
     }
   }

@@ -40,8 +40,12 @@ std::optional<QuantizedSource> layout_from_texts(const std::map<std::string, std
 // One quantized module of the source: its stored tensors (the codes first) and W's shape.
 struct SourceModule {
   std::string module;
-  std::vector<std::uint64_t> shape;  // [out, in]
+  std::vector<std::uint64_t> shape;  // [out, in]; a stack of experts (gpt-oss): [E, out, in]
   std::vector<const ModelTensor*> tensors;
+  bool experts() const { return shape.size() == 3; }
+  // The high-precision tensor's name: "<module>.weight", for experts the module itself
+  // (gpt-oss's "<prefix>.gate_up_proj", its loader's [E, in, out] parameter).
+  std::string weight_name() const { return experts() ? module : module + ".weight"; }
 };
 
 // The quantized module whose codes tensor is `t`; nullopt when t is not a codes tensor of the
