@@ -38,13 +38,15 @@ const std::vector<std::pair<std::string, std::string>> kSeeds = {
      R"("strategy": "group", "group_size": 32, "type": "float"}}}, "format": "mxfp4-pack-quantized", )"
      R"("quant_method": "compressed-tensors"}})"},
     {"modelopt_in_config", R"({"quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}})"},
+    {"gpt_oss", R"({"architectures": ["GptOssForCausalLM"], "quantization_config": {"quant_method": "mxfp4", )"
+                R"("modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "lm_head"]}})"},
     {"hfq_nvfp4",
      R"({"producer": {"name": "modelopt", "version": "0.33.0"}, "quantization": {"quant_algo": "NVFP4", )"
      R"("kv_cache_quant_algo": null, "group_size": 16, "exclude_modules": ["lm_head"]}})"},
 };
 
 const char* const kTokens[] = {"\"", "{", "}", "[", "]", ":", ",", "null", "true", "false", "-1", "1e308", "128",
-                               "\"quant_method\"", "\"fp8\"", "\"modelopt\"", "\"compressed-tensors\"", "\"format\"",
+                               "\"quant_method\"", "\"fp8\"", "\"mxfp4\"", "\"modelopt\"", "\"compressed-tensors\"", "\"format\"",
                                "\"config_groups\"", "\"weights\"", "\"strategy\"", "\"block\"", "\"scale_fmt\"",
                                "\"in_features\"", "\"quant_algo\"", "\"quantization\"", "\xff", "{}", "[]"};
 
