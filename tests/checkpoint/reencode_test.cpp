@@ -225,6 +225,24 @@ TEST(Reencode, DequantizedIsTheExactValueRoundedOnce) {
   }
 }
 
+// One target block over two source blocks of scales 3 and 1: the largest value (448 x 3) sets
+// the target scale 3, under which the other block's value 1 has the quotient 1/3, inexact, though
+// fl(1/3) * 3 rounds back to 1. The encoding under source scales is refused (nullopt).
+TEST(Reencode, AnInexactQuotientIsNotTakenForExact) {
+  std::vector<std::uint8_t> codes(256, 0x00);
+  codes[0] = 0x7E;    // 448, in the block of scale 3
+  codes[128] = 0x38;  // 1.0, in the block of scale 1
+  DequantView source = grid(FormatId::kE4M3FN, 1, 256, 128, codes, {3.0f, 1.0f});
+  source.grid = BlockGrid{1, 256, 1, 128};
+  const DequantView structure = grid(FormatId::kE4M3FN, 1, 256, 256, std::vector<std::uint8_t>(256), {1.0f});
+  ASSERT_EQ(std::nextafter(1.0 / 3.0, 0.0) * 3.0 < 1.0, true);  // the premise: 1/3 is inexact in fp64
+  ASSERT_EQ((1.0 / 3.0) * 3.0, 1.0);                           // ... and its rounded product is 1
+  EXPECT_FALSE(reencode::source_scaled_encoding(source, structure).has_value());
+  // the same with scale 1 for both blocks: every quotient exact, the encoding is taken
+  source.scale_inv = {1.0f, 1.0f};
+  EXPECT_TRUE(reencode::source_scaled_encoding(source, structure).has_value());
+}
+
 TEST(ReencodePipeline, DeepSeekIntoTrainium2IsExactWithoutOddSubnormals) {
   DeepSeekInput in(false, false, "trn2", true);
   auto& [d, codes, scales, o] = in;

@@ -221,7 +221,9 @@ std::optional<Encoding> source_scaled_encoding(const DequantView& source, const 
       for (std::size_t c = 0; c < cols; ++c) {
         const double s = row_scale[col_block[c]];
         const double v = x[c] / s;
-        if (v * s != x[c]) exact = false;
+        // exact iff the remainder x - v * s (itself exact, by an FMA) is 0: a rounded v * s can
+        // equal x for an inexact quotient (fl(1 / 3) * 3 == 1)
+        if (std::fma(-v, s, x[c]) != 0) exact = false;
         q[c] = to_odd_f32(v, unused);
       }
       std::uint8_t* codes = e.view.codes.data() + r * cols;
