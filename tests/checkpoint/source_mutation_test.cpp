@@ -38,6 +38,8 @@ const std::vector<std::pair<std::string, std::string>> kSeeds = {
      R"("strategy": "group", "group_size": 32, "type": "float"}}}, "format": "mxfp4-pack-quantized", )"
      R"("quant_method": "compressed-tensors"}})"},
     {"modelopt_in_config", R"({"quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}})"},
+    {"llama31_fbgemm", R"({"quantization_config": {"activation_scale_ub": 1200.0, "modules_to_not_convert": )"
+                       R"(["lm_head"], "quant_method": "fbgemm_fp8"}})"},
     {"gpt_oss", R"({"architectures": ["GptOssForCausalLM"], "quantization_config": {"quant_method": "mxfp4", )"
                 R"("modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "lm_head"]}})"},
     {"hfq_nvfp4",
@@ -46,9 +48,10 @@ const std::vector<std::pair<std::string, std::string>> kSeeds = {
 };
 
 const char* const kTokens[] = {"\"", "{", "}", "[", "]", ":", ",", "null", "true", "false", "-1", "1e308", "128",
-                               "\"quant_method\"", "\"fp8\"", "\"mxfp4\"", "\"modelopt\"", "\"compressed-tensors\"", "\"format\"",
-                               "\"config_groups\"", "\"weights\"", "\"strategy\"", "\"block\"", "\"scale_fmt\"",
-                               "\"in_features\"", "\"quant_algo\"", "\"quantization\"", "\xff", "{}", "[]"};
+                               "\"quant_method\"", "\"fp8\"", "\"mxfp4\"", "\"fbgemm_fp8\"", "\"modelopt\"",
+                               "\"compressed-tensors\"", "\"format\"", "\"config_groups\"", "\"weights\"",
+                               "\"strategy\"", "\"block\"", "\"scale_fmt\"", "\"in_features\"", "\"quant_algo\"",
+                               "\"quantization\"", "\xff", "{}", "[]"};
 
 std::string mutate(std::string s, SplitMix64& rng) { return testing::mutate_text(std::move(s), rng, kTokens); }
 

@@ -193,3 +193,40 @@ def test_modelopt_other_algorithms_are_refused(tmp_path, cli):
     done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), "--layout", "trn2")
     assert done.returncode == 2 and 'hf_quant_config.json: quant_algo is "W4A8_AWQ"' in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def write_fbgemm_fp8(src: Path, cli: Path, directory: Path) -> None:
+    """An FBGEMM FP8 checkpoint (Llama 3.1 405B's FP8 release format) written from its documented
+    layout (Transformers' FbgemmFp8Linear: float8_e4m3fn weight, float32 weight_scale [out, 1]):
+    fp8q's per-channel ct-fp8 codes with their scales in float32, each times 1 + 2^-17 so that
+    bf16 cannot hold it, config quant_method "fbgemm_fp8"."""
+    from safetensors.torch import save_file
+
+    assert run(cli, "quantize", str(src), str(directory), *LAYOUT_ARGS["ct-fp8 channel"]).returncode == 0
+    q = tensors(directory)
+    q = {k: v.to(torch.float32) * (1 + 2**-17) if k.endswith(".weight_scale") else v for k, v in q.items()}
+    for f in directory.glob("*.safetensors"):
+        f.unlink()
+    save_file(q, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    (directory / "model.safetensors.index.json").unlink(missing_ok=True)
+    config = json.loads((directory / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+                                     "modules_to_not_convert": ["lm_head"]}
+    (directory / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("target,kept", [("trn2", False), ("ct-mxfp8", False), ("ct-fp8 channel", False)])
+def test_fbgemm_fp8_input(tmp_path, cli, loader_models, target, kept):
+    write_fbgemm_fp8(loader_models["llama"], cli, tmp_path / "in")
+    done = run(cli, "inspect", str(tmp_path / "in"))
+    assert 'read as: layout fbgemm-fp8 (config.json quant_method "fbgemm_fp8")' in done.stdout, done.stdout
+    done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), *LAYOUT_ARGS[target], "--json")
+    assert done.returncode == 0, done.stderr
+    report = {t["name"].rsplit(".", 1)[0]: t["conversion"] for t in json.loads(done.stdout)["tensors"] if "conversion" in t}
+    before, after = exact_weights(tensors(tmp_path / "in")), exact_weights(tensors(tmp_path / "out"))
+    assert set(report) == set(before) == set(after) and len(before) >= 12
+    for module, x in before.items():
+        changed = (x != after[module]) & ~(x.isnan() & after[module].isnan())
+        assert report[module]["from"] == "fbgemm-fp8"
+        assert report[module]["changed"] == int(changed.sum()), module
+    assert (sum(r["changed"] for r in report.values()) == 0) == kept

@@ -19,7 +19,7 @@ namespace {
 const char* const kReads =
     "fp8q reads quant_method \"fp8\" (DeepSeek-V3 / Transformers fine-grained FP8, 128x128 blocks), "
     "\"compressed-tensors\" (float-quantized, mxfp8-quantized, mxfp4-pack-quantized, nvfp4-pack-quantized), "
-    "\"mxfp4\" (gpt-oss's experts), ModelOpt's NVFP4 and fp8q's own layouts";
+    "\"mxfp4\" (gpt-oss's experts), \"fbgemm_fp8\" (per-channel FP8), ModelOpt's NVFP4 and fp8q's own layouts";
 
 [[noreturn]] void refuse(const std::string& what) { throw PipelineError(what + "; " + kReads); }
 
@@ -161,6 +161,13 @@ std::optional<QuantizedSource> layout_from_texts(const std::map<std::string, std
     if (method == "modelopt") return from_modelopt(*q, "config.json quant_method \"modelopt\",");
     if (method == "fp8") return from_fp8_config(*q);
     if (method == "compressed-tensors") return from_compressed_tensors(*q);
+    if (method == "fbgemm_fp8") {  // Llama 3.1 405B FP8: weight_scale [out, 1] F32
+      QuantizedSource s;
+      s.layout = input_layout_named("fbgemm-fp8");
+      s.options.granularity = Granularity::row();
+      s.described_by = "config.json quant_method \"fbgemm_fp8\"";
+      return s;
+    }
     if (method == "mxfp4") {  // gpt-oss: the experts' *_blocks / *_scales
       QuantizedSource s;
       s.layout = input_layout_named("gpt-oss-mxfp4");

@@ -153,8 +153,8 @@ class Layout {
 // hf-fp8 ct-fp8 ct-mxfp8 ct-mxfp4 ct-nvfp4 trn2 trn3-mx; nullptr for anything else.
 const Layout* layout_named(std::string_view name);
 // A layout fp8q reads as an input but does not write (its quantize() and store() throw):
-// "modelopt-nvfp4", "gpt-oss-mxfp4" (whose W is a [E, N, K] stack of experts); nullptr for
-// anything else.
+// "modelopt-nvfp4", "gpt-oss-mxfp4" (whose W is a [E, N, K] stack of experts), "fbgemm-fp8";
+// nullptr for anything else.
 const Layout* input_layout_named(std::string_view name);
 std::vector<std::string_view> layout_names();
 
