@@ -89,6 +89,24 @@ def exact_weights(q: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
+def check_report(stdout: str, before_dir: Path, after_dir: Path, source: str) -> int:
+    """The --json report of a conversion against the two checkpoints decoded here: per weight the
+    input layout, the count of changed values, the largest change and the exact flag. Returns
+    the total count."""
+    report = {t["name"].rsplit(".", 1)[0]: t["conversion"] for t in json.loads(stdout)["tensors"] if "conversion" in t}
+    before, after = exact_weights(tensors(before_dir)), exact_weights(tensors(after_dir))
+    assert set(report) == set(before) == set(after) and len(before) >= 12
+    for module, x in before.items():
+        y = after[module]
+        changed = (x != y) & ~(x.isnan() & y.isnan())
+        assert report[module]["from"] == source, module
+        assert report[module]["changed"] == int(changed.sum()), module
+        largest = float((x - y).abs()[changed].max()) if changed.any() else 0.0
+        assert report[module]["max_change"] == largest, module
+        assert report[module]["exact"] == (not changed.any())
+    return sum(r["changed"] for r in report.values())
+
+
 @pytest.mark.parametrize("source,target,kept", PAIRS, ids=[f"{a}->{b}" for a, b, _ in PAIRS])
 def test_conversion_keeps_or_counts_every_value(tmp_path, cli, loader_models, source, target, kept):
     src = loader_models["llama"]
@@ -96,17 +114,7 @@ def test_conversion_keeps_or_counts_every_value(tmp_path, cli, loader_models, so
     assert done.returncode == 0, done.stderr
     done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), *LAYOUT_ARGS[target], "--json")
     assert done.returncode == 0, done.stderr
-    report = {t["name"].rsplit(".", 1)[0]: t["conversion"] for t in json.loads(done.stdout)["tensors"] if "conversion" in t}
-    before, after = exact_weights(tensors(tmp_path / "in")), exact_weights(tensors(tmp_path / "out"))
-    assert set(report) == set(before) == set(after) and len(before) >= 12
-    for module, x in before.items():
-        y = after[module]
-        changed = (x != y) & ~(x.isnan() & y.isnan())
-        assert report[module]["changed"] == int(changed.sum()), module
-        largest = float((x - y).abs()[changed].max()) if changed.any() else 0.0
-        assert report[module]["max_change"] == largest, module
-        assert report[module]["exact"] == (not changed.any())
-    total = sum(r["changed"] for r in report.values())
+    total = check_report(done.stdout, tmp_path / "in", tmp_path / "out", LAYOUT_ARGS[source][1])
     assert (total == 0) == kept, total
     # --require-exact agrees: it passes exactly where nothing changed, and writes nothing where it fails
     done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "strict"), *LAYOUT_ARGS[target], "--require-exact")
@@ -222,11 +230,4 @@ def test_fbgemm_fp8_input(tmp_path, cli, loader_models, target, kept):
     assert 'read as: layout fbgemm-fp8 (config.json quant_method "fbgemm_fp8")' in done.stdout, done.stdout
     done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), *LAYOUT_ARGS[target], "--json")
     assert done.returncode == 0, done.stderr
-    report = {t["name"].rsplit(".", 1)[0]: t["conversion"] for t in json.loads(done.stdout)["tensors"] if "conversion" in t}
-    before, after = exact_weights(tensors(tmp_path / "in")), exact_weights(tensors(tmp_path / "out"))
-    assert set(report) == set(before) == set(after) and len(before) >= 12
-    for module, x in before.items():
-        changed = (x != after[module]) & ~(x.isnan() & after[module].isnan())
-        assert report[module]["from"] == "fbgemm-fp8"
-        assert report[module]["changed"] == int(changed.sum()), module
-    assert (sum(r["changed"] for r in report.values()) == 0) == kept
+    assert (check_report(done.stdout, tmp_path / "in", tmp_path / "out", "fbgemm-fp8") == 0) == kept

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -108,5 +109,19 @@ std::string json_string_array(const std::vector<std::string>& items);
 std::string compressed_tensors_config(nlohmann::ordered_json weights, nlohmann::ordered_json inputs,
                                       const std::string& format, const std::vector<std::string>& ignore,
                                       const std::string& version);
+
+// A layout fp8q reads as a quantized input and does not write (modelopt-nvfp4, gpt-oss-mxfp4,
+// fbgemm-fp8): every member that writes refuses, naming the layout.
+class ReadOnlyLayout : public Layout {
+ public:
+  void check_options(const LayoutOptions&) const override { refuse(); }
+  QuantizedWeight quantize(const WeightRef&, const LayoutOptions&) const override { refuse(); }
+  std::string quantization_config(const ConfigContext&) const override { refuse(); }
+
+ protected:
+  [[noreturn]] void refuse() const {
+    throw std::invalid_argument(std::string(name()) + " is read as a quantized input; fp8q does not write it");
+  }
+};
 
 }  // namespace fp8q::checkpoint::layouts

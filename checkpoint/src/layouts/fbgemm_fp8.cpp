@@ -20,17 +20,15 @@
 namespace fp8q::checkpoint::layouts {
 namespace {
 
-class FbgemmFp8 final : public Layout {
+class FbgemmFp8 final : public ReadOnlyLayout {
  public:
   std::string_view name() const override { return "fbgemm-fp8"; }
   std::string_view summary() const override {
     return "Transformers FBGEMM FP8 (read only): e4m3fn weight, F32 weight_scale [out, 1] per output channel";
   }
-  void check_options(const LayoutOptions&) const override { refuse(); }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions&) const override {
     return {{w.module + ".weight", DType::kF8_E4M3, w.shape}, {w.module + ".weight_scale", DType::kF32, {w.shape[0], 1}}};
   }
-  QuantizedWeight quantize(const WeightRef&, const LayoutOptions&) const override { refuse(); }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
                         const LayoutOptions&) const override {
     const std::size_t rows = shape[0], cols = shape[1];
@@ -42,12 +40,6 @@ class FbgemmFp8 final : public Layout {
                      decode_scales(s.bytes, DType::kF32));
   }
   std::vector<std::string> companion_names(const std::string& module) const override { return {module + ".weight_scale"}; }
-  std::string quantization_config(const ConfigContext&) const override { refuse(); }
-
- private:
-  [[noreturn]] static void refuse() {
-    throw std::invalid_argument("fbgemm-fp8 is read as a quantized input; fp8q does not write it");
-  }
 };
 
 }  // namespace

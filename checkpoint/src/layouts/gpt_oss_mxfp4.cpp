@@ -22,20 +22,18 @@
 namespace fp8q::checkpoint::layouts {
 namespace {
 
-class GptOssMxfp4 final : public Layout {
+class GptOssMxfp4 final : public ReadOnlyLayout {
  public:
   std::string_view name() const override { return "gpt-oss-mxfp4"; }
   std::string_view summary() const override {
     return "OpenAI gpt-oss MXFP4 experts (read only): U8 *_blocks [E, N, K/32, 16], U8 E8M0 *_scales [E, N, K/32]";
   }
-  void check_options(const LayoutOptions&) const override { refuse(); }
   // w.shape is the experts' [E, N, K].
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions&) const override {
     if (w.shape.size() != 3 || w.shape[2] % 32 != 0) return {{w.module + "_blocks", DType::kU8, {}}};  // matches nothing stored
     return {{w.module + "_blocks", DType::kU8, {w.shape[0], w.shape[1], w.shape[2] / 32, 16}},
             {w.module + "_scales", DType::kU8, {w.shape[0], w.shape[1], w.shape[2] / 32}}};
   }
-  QuantizedWeight quantize(const WeightRef&, const LayoutOptions&) const override { refuse(); }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
                         const LayoutOptions& o) const override {
     WeightRef w;
@@ -53,12 +51,6 @@ class GptOssMxfp4 final : public Layout {
     return mx_view(FormatId::kE2M1, rows, cols, std::move(codes), std::move(scales));
   }
   std::vector<std::string> companion_names(const std::string& module) const override { return {module + "_scales"}; }
-  std::string quantization_config(const ConfigContext&) const override { refuse(); }
-
- private:
-  [[noreturn]] static void refuse() {
-    throw std::invalid_argument("gpt-oss-mxfp4 is read as a quantized input; fp8q does not write it");
-  }
 };
 
 }  // namespace

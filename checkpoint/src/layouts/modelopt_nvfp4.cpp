@@ -26,19 +26,17 @@
 namespace fp8q::checkpoint::layouts {
 namespace {
 
-class ModeloptNvfp4 final : public Layout {
+class ModeloptNvfp4 final : public ReadOnlyLayout {
  public:
   std::string_view name() const override { return "modelopt-nvfp4"; }
   std::string_view summary() const override {
     return "NVIDIA ModelOpt NVFP4 (read only): U8 e2m1 weight, F8_E4M3 weight_scale per 16, F32 weight_scale_2";
   }
-  void check_options(const LayoutOptions&) const override { refuse(); }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions&) const override {
     return {{w.module + ".weight", DType::kU8, {w.shape[0], w.shape[1] / 2}},
             {w.module + ".weight_scale", DType::kF8_E4M3, {w.shape[0], w.shape[1] / 16}},
             {w.module + ".weight_scale_2", DType::kF32, {}}};
   }
-  QuantizedWeight quantize(const WeightRef&, const LayoutOptions&) const override { refuse(); }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
                         const LayoutOptions&) const override {
     const std::size_t rows = shape[0], cols = shape[1];
@@ -72,12 +70,6 @@ class ModeloptNvfp4 final : public Layout {
   }
   std::vector<std::string> companion_names(const std::string& module) const override {
     return {module + ".weight_scale", module + ".weight_scale_2", module + ".input_scale"};
-  }
-  std::string quantization_config(const ConfigContext&) const override { refuse(); }
-
- private:
-  [[noreturn]] static void refuse() {
-    throw std::invalid_argument("modelopt-nvfp4 is read as a quantized input; fp8q does not write it");
   }
 };
 
