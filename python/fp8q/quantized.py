@@ -21,7 +21,7 @@ from . import _args
 from .conversion import NanPolicy, Overflow, Rounding, ScaleOp
 from .formats import FormatLike, get
 
-MxRule = Literal["floor", "ceil", "even", "rceil", "trainium3"]
+MxRule = Literal["floor", "ceil", "even", "rceil", "trainium3", "compressed-tensors"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def quantize(
     scale)) (Transformer Engine), ``"divide"`` scale_inv = fp32(amax / max) and q =
     convert(fp32(x / scale_inv)) (DeepSeek-V3, compressed-tensors). For mx, ``mx_rule`` picks the
     E8M0 scale (floor: OCP; ceil; even: torchao; rceil: Transformer Engine; trainium3: NKI
-    quantize_mx).
+    quantize_mx; compressed-tensors: llm-compressor's MXFP8 / MXFP4, bit for bit).
 
     ``granularity="nvfp4"`` (1 x 16) or ``"nvfp4_16x16"`` quantizes to e2m1 under NVFP4's two
     scales (Transformer Engine's reference quantizer): ``format`` must be e2m1, and the amax

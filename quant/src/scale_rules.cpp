@@ -21,9 +21,10 @@ namespace {
 constexpr std::uint32_t kAbs = 0x7FFFFFFFu, kInfBits = 0x7F800000u;
 constexpr std::uint32_t kMinScaleBits = 0x00400000u;  // 2^-127
 
-constexpr std::array<std::pair<std::string_view, MxScaleRule>, 5> kRules = {{
+constexpr std::array<std::pair<std::string_view, MxScaleRule>, 6> kRules = {{
     {"floor", MxScaleRule::kFloor}, {"ceil", MxScaleRule::kCeil}, {"even", MxScaleRule::kEven},
     {"rceil", MxScaleRule::kRceil}, {"trainium3", MxScaleRule::kTrainium3},
+    {"compressed-tensors", MxScaleRule::kCompressedTensors},
 }};
 
 // The checks both conventions share; returns amax_epsilon's pattern (-0 taken as +0).
@@ -159,6 +160,11 @@ std::uint8_t mx_scale_code(float amax, const Format& element, MxScaleRule rule) 
       break;
     }
     case MxScaleRule::kTrainium3: e = floor_log2(amax) - (emax - 1); break;
+    case MxScaleRule::kCompressedTensors: {  // + 2^21 carries into the exponent from fraction 0.75
+      const std::uint32_t half = element == kE2M3 ? 1u << 19 : 1u << 21;  // up (e2m3: from 0.9375 up)
+      e = static_cast<int>(((a + half) & kInfBits) >> 23) - 127 - emax;
+      break;
+    }
   }
   e = e < -127 ? -127 : e > 127 ? 127 : e;
   return static_cast<std::uint8_t>(e + 127);

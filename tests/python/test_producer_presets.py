@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from checkpoints import tensors
 from safetensors.torch import save_file
+
+import fp8q
+from checkpoints import tensors
 
 ct = pytest.importorskip("compressed_tensors")
 from compressed_tensors.quantization import preset_name_to_scheme  # noqa: E402
@@ -82,3 +84,22 @@ def test_like_compressed_tensors_equals_its_quantizer(tmp_path, cli, dtype, stra
     else:
         assert differ > 0
     print(f"{strategy} {dtype}: {differ} of {plain.numel()} codes differ between --like fp8q and compressed-tensors")
+
+
+@pytest.mark.parametrize("fmt,num_bits", [("e4m3fn", 8), ("e2m3", 6), ("e2m1", 4)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+def test_mx_rule_compressed_tensors_equals_generate_mx_scales(fmt, num_bits, dtype):
+    """fp8q.quantize(..., granularity="mx", mx_rule="compressed-tensors") gives the E8M0 codes of
+    compressed-tensors' own generate_mx_scales on each group's amax (in the weight's dtype, as
+    its observer passes it), over amaxes at and around every rounding threshold of 30 binades."""
+    from compressed_tensors.quantization.utils.mxfp_utils import generate_mx_scales
+
+    g = torch.Generator().manual_seed(9)
+    fractions = torch.tensor([1.0, 1.5, 1.7, 1.74, 1.75, 1.76, 1.875, 1.9, 1.9375, 1.95, 1.99])
+    amax = (fractions[:, None] * torch.exp2(torch.arange(-15, 15, dtype=torch.float32))[None, :]).flatten()
+    groups = torch.rand(amax.numel(), 32, generator=g) * 2 - 1
+    groups = groups / groups.abs().amax(dim=1, keepdim=True) * amax[:, None]  # each group's amax is exact
+    x = groups.to(dtype)
+    ours = fp8q.quantize(x, fmt, granularity="mx", mx_rule="compressed-tensors").scales.view(torch.uint8).flatten()
+    theirs = generate_mx_scales(x.abs().amax(dim=1), num_bits=num_bits).to(torch.uint8)
+    assert torch.equal(ours, theirs)

@@ -19,8 +19,9 @@
 namespace fp8q {
 namespace {
 
-constexpr MxScaleRule kRules[] = {MxScaleRule::kFloor, MxScaleRule::kCeil, MxScaleRule::kEven, MxScaleRule::kRceil,
-                                  MxScaleRule::kTrainium3};
+constexpr MxScaleRule kRules[] = {MxScaleRule::kFloor,     MxScaleRule::kCeil,
+                                  MxScaleRule::kEven,      MxScaleRule::kRceil,
+                                  MxScaleRule::kTrainium3, MxScaleRule::kCompressedTensors};
 constexpr FormatId kElements[] = {FormatId::kE4M3FN, FormatId::kE4M3, FormatId::kE5M2, FormatId::kE4M3FNUZ,
                                   FormatId::kE5M2FNUZ, FormatId::kE3M4, FormatId::kE2M3, FormatId::kE3M2,
                                   FormatId::kE2M1};

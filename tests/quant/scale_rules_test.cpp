@@ -154,12 +154,19 @@ int reference_mx_exponent(float amax, const Format& elem, MxScaleRule rule) {
       break;
     }
     case MxScaleRule::kTrainium3: e = floor_log2(a) - (emax - 1); break;
+    case MxScaleRule::kCompressedTensors: {  // up to the next power of two from 1.75 (e2m3: 1.9375)
+      const int f = floor_log2(a);
+      const double up = elem == kE2M3 ? 1.9375 : 1.75;
+      e = (a >= up * std::ldexp(1.0, f) ? f + 1 : f) - emax;
+      break;
+    }
   }
   return std::max(-127, std::min(127, e));
 }
 
-constexpr MxScaleRule kRules[] = {MxScaleRule::kFloor, MxScaleRule::kCeil, MxScaleRule::kEven, MxScaleRule::kRceil,
-                                  MxScaleRule::kTrainium3};
+constexpr MxScaleRule kRules[] = {MxScaleRule::kFloor,     MxScaleRule::kCeil,
+                                  MxScaleRule::kEven,      MxScaleRule::kRceil,
+                                  MxScaleRule::kTrainium3, MxScaleRule::kCompressedTensors};
 const Format* const kMxElements[] = {&kE4M3FN, &kE5M2, &kE2M3, &kE3M2, &kE2M1};
 
 TEST(MxScaleCode, MatchesTheReferenceOnStructuredAndRandomAmax) {

@@ -90,7 +90,8 @@ QuantizeOptions quantize_options(const QuantizeArgs& a) {
   if (!a.rule.empty()) {
     if (!mx) throw UsageError("--scale-rule applies to --granularity mx only");
     const auto r = parse_mx_scale_rule(a.rule);
-    if (!r) throw UsageError("--scale-rule: '" + a.rule + "' is not one of floor ceil even rceil trainium3");
+    if (!r)
+      throw UsageError("--scale-rule: '" + a.rule + "' is not one of floor ceil even rceil trainium3 compressed-tensors");
     o.mx_rule = *r;
   }
   if (mx && (!a.apply.empty() || a.pow2 || a.margin_opt->count() > 0))
@@ -323,7 +324,7 @@ void add_tensors(CLI::App& app) {
   qc->add_option("--scheme", q->scheme, "Alias of --granularity (its former name)")->excludes(g);
   qc->add_option("--elem", q->elem, "Element format: e4m3fn e4m3 e5m2 e4m3fnuz e5m2fnuz e3m4 e2m3 e3m2 e2m1")
       ->capture_default_str();
-  qc->add_option("--scale-rule", q->rule, "MX scale rule: floor ceil even rceil trainium3 (default floor)");
+  qc->add_option("--scale-rule", q->rule, "MX scale rule: floor ceil even rceil trainium3 compressed-tensors (default floor)");
   qc->add_option("--apply", q->apply, "How the scale enters: multiply (x * scale) or divide (x / scale_inv)");
   qc->add_flag("--pow2", q->pow2, "Round scales to powers of two");
   q->margin_opt = qc->add_option("--margin", q->margin, "Scale divided by 2^margin (headroom)");

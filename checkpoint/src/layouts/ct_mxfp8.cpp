@@ -13,27 +13,15 @@
 // nearest-even, saturating. A group never saturates: its max lands in [224, 448).
 // The last dimension must be a multiple of 32 (the library reshapes into groups of 32);
 // other weights are kept in high precision and listed in "ignore".
-#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "fp8q/quant/scale_rules.hpp"
 #include "layouts/common.hpp"
 #include "layouts/registry.hpp"
 
 namespace fp8q::checkpoint::layouts {
-
-// The rule above as a table (numerics/block_scaled.hpp): binade E (amax in [2^(E-127),
-// 2^(E-126))) gives 127 + (E - 127) - 8, plus one when the mantissa field is >= 0.75 * 2^23.
-Pow2ScaleTable compressed_tensors_mx_table() {
-  Pow2ScaleTable t;
-  for (int e = 1; e < 255; ++e) {
-    const int lo = std::clamp(e - 8, 0, 254), hi = std::clamp(e - 8 + 1, 0, 254);
-    t.base[static_cast<std::size_t>(e)] = static_cast<std::uint8_t>(lo);
-    t.threshold[static_cast<std::size_t>(e)] = hi > lo ? 0x600000u : 0x800000u;
-  }
-  return t;
-}
 
 namespace {
 
@@ -56,7 +44,7 @@ class CtMxfp8 final : public Layout {
             {w.module + ".weight_scale", DType::kU8, {w.shape[0], w.shape[1] / 32}}};
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
-    static const Pow2ScaleTable table = compressed_tensors_mx_table();
+    static const Pow2ScaleTable table = mx_scale_table(kE4M3FN, MxScaleRule::kCompressedTensors);
     const std::size_t rows = w.shape[0], cols = w.shape[1];
     MxQuantized q = quantize_mx(w.data, source_format(w.dtype), rows, cols, table, o);
     QuantizedWeight out;

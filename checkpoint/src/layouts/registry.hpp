@@ -17,7 +17,4 @@ const Layout& modelopt_nvfp4_layout();  // read only
 const Layout& gpt_oss_mxfp4_layout();   // read only
 const Layout& fbgemm_fp8_layout();      // read only
 
-// ct-mxfp8's E8M0 rule as a table (ct_mxfp8.cpp).
-Pow2ScaleTable compressed_tensors_mx_table();
-
 }  // namespace fp8q::checkpoint::layouts

@@ -48,7 +48,7 @@ class Cast:
     scaling: Scaling = "current"
     scale_op: Literal["multiply", "divide"] = "multiply"
     power_of_two: bool = False
-    mx_rule: Literal["floor", "ceil", "even", "rceil", "trainium3"] = "floor"
+    mx_rule: Literal["floor", "ceil", "even", "rceil", "trainium3", "compressed-tensors"] = "floor"
     rounding: Literal["rne", "sr"] = "rne"
     hadamard: bool = False
 

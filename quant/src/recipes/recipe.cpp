@@ -95,7 +95,8 @@ Cast cast_from_json(const Json& c, const std::string& where) {
     return std::nullopt;
   }, "multiply divide");
   out.power_of_two = field<bool>(c, "power_of_two", where);
-  out.mx_rule = named_field(c, "mx_rule", where, parse_mx_scale_rule, "floor ceil even rceil trainium3");
+  out.mx_rule =
+      named_field(c, "mx_rule", where, parse_mx_scale_rule, "floor ceil even rceil trainium3 compressed-tensors");
   out.rounding = named_field(c, "rounding", where, parse_rounding, "rne sr");
   out.hadamard = field<bool>(c, "hadamard", where);
   return out;

@@ -57,6 +57,9 @@ enum class MxScaleRule : std::uint8_t {
                // >= fp32(amax * fp32(1 / max_elem))
   kTrainium3,  // NKI quantize_mx: e = floor(log2(amax)) - (emax_elem - 1); the block max lands
                // in [2^(emax-1), 2^emax) (unless e is clamped) and never saturates
+  kCompressedTensors,  // compressed-tensors 0.20 (llm-compressor's MXFP8 / MXFP6 / MXFP4): amax
+                       // rounded to a power of two as `even` at e2m1's 1-bit mantissa (up where its
+                       // fraction is >= 0.75; e2m3: at its own 3 bits, >= 0.9375), then - emax_elem
 };
 // A block of zeros gives e = -127 (code 0x00); a NaN or Inf amax gives the NaN scale 0xFF.
 // floor(log2(amax)) is read exactly from the fp32 bits, never from a float log2.
@@ -94,7 +97,8 @@ std::uint8_t nvfp4_block_scale_code(float block_amax, float global_scale);
 float nvfp4_block_encode(std::uint8_t code, float global_scale);
 float nvfp4_block_decode(std::uint8_t code, float global_scale);
 
-std::optional<MxScaleRule> parse_mx_scale_rule(std::string_view name);  // floor ceil even rceil trainium3
+// floor ceil even rceil trainium3 compressed-tensors
+std::optional<MxScaleRule> parse_mx_scale_rule(std::string_view name);
 std::string_view mx_scale_rule_name(MxScaleRule rule);
 
 }  // namespace fp8q
