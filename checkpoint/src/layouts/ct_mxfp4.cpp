@@ -10,7 +10,7 @@
 // The scale rule is compressed-tensors' MX rule with e2m1's offset: the group's amax is rounded
 // to a power of two by adding a quarter of its binade and truncating the mantissa (amax >=
 // 1.75 * 2^k gives 2^(k+1)), then code = 127 + log2(that power) - 2 (2 = floor(log2(6))),
-// clamped to [0, 254]: fp8q's `even` MX rule on e2m1 (docs/numerics.md section 5). Elements:
+// clamped to [0, 254]: the `compressed-tensors` MX rule (docs/numerics.md section 5). Elements:
 // q = e2m1(x * 2^-(code - 127)), nearest-even, saturating. The input dimension must be a
 // multiple of 32; other weights are kept in high precision and listed in "ignore".
 #include <cstring>
@@ -45,7 +45,7 @@ class CtMxfp4 final : public Layout {
             {w.module + ".weight_scale", DType::kU8, {w.shape[0], w.shape[1] / 32}}};
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
-    static const Pow2ScaleTable table = mx_scale_table(kE2M1, MxScaleRule::kEven);
+    static const Pow2ScaleTable table = mx_scale_table(kE2M1, MxScaleRule::kCompressedTensors);
     const std::size_t rows = w.shape[0], cols = w.shape[1];
     MxQuantized q = quantize_mx(w.data, source_format(w.dtype), rows, cols, table, o, kE2M1);
     std::vector<std::uint8_t> packed(q.codes.size() / 2);
