@@ -22,6 +22,7 @@ from .conversion import NanPolicy, Overflow, Rounding, ScaleOp
 from .formats import FormatLike, get
 
 MxRule = Literal["floor", "ceil", "even", "rceil", "trainium3", "compressed-tensors"]
+Producer = Literal["fp8q", "compressed-tensors"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ def quantize(
     nan: NanPolicy = "error",
     seed: int = 0,
     offset: int = 0,
+    like: Producer = "fp8q",
 ) -> QuantizedTensor:
     """Quantizes a float32 / bfloat16 / float16 tensor, each block scaled by its own amax.
 
@@ -84,6 +86,11 @@ def quantize(
     scales (Transformer Engine's reference quantizer): ``format`` must be e2m1, and the amax
     options and ``scale_op`` keep their defaults.
 
+    ``like="compressed-tensors"`` reproduces compressed-tensors' FP8 weight quantizer (what
+    llm-compressor writes) bit for bit: e4m3fn, ``scale_op="divide"``, tensor / row / block
+    granularity, the scale and each quotient rounded to x's dtype as torch computes them
+    (docs/checkpoints.md, "Producer presets"); fp8q's own (``"fp8q"``) rounds each value once.
+
     Example:
         >>> import torch, fp8q
         >>> x = torch.arange(64, dtype=torch.float32).reshape(1, 64)
@@ -95,6 +102,9 @@ def quantize(
         ([448.0], [[448.0]])
         >>> n.dequantize()[0, ::8].tolist()
         [6.0, -3.0]
+        >>> w = torch.tensor([[0.0, 0.0], [1.0, -3.0]], dtype=torch.bfloat16)
+        >>> fp8q.quantize(w, granularity="row", scale_op="divide", like="compressed-tensors").scales.flatten().tolist()
+        [0.0078125, 0.006683349609375]
     """
     args = (
         _args.tensor(x, "x"),
@@ -110,9 +120,11 @@ def quantize(
         _args.u64(offset, "offset"),
     )
     if granularity.startswith("nvfp4"):  # two scales: the op returns the global one too
+        if _args.text(like, "like") != "fp8q":
+            raise ValueError(f"like: {like!r} has no NVFP4 preset; granularity {granularity!r} takes like='fp8q'")
         codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(*args)
         return QuantizedTensor(codes, scales, get(format).name, granularity, global_scale)
-    codes, scales = torch.ops.fp8q.quantize(*args)
+    codes, scales = torch.ops.fp8q.quantize(*args, _args.text(like, "like"))
     return QuantizedTensor(codes, scales, get(format).name, granularity)
 
 

@@ -223,7 +223,7 @@ void run_quantize(const QuantizeArgs& a) {
     if (!o.layout_options.element) throw UsageError("--elem: '" + a.elem + "' is not an element format (trn3-mx: e4m3fn e2m1)");
   }
   if (!a.like.empty()) {
-    const auto p = ck::parse_producer(a.like);
+    const auto p = parse_producer(a.like);
     if (!p) throw UsageError("--like: '" + a.like + "' is not one of fp8q compressed-tensors");
     o.layout_options.like = *p;
   }

@@ -23,7 +23,7 @@ std::pair<std::size_t, std::size_t> scale_grid(const Granularity& g, const Block
 QuantizeOptions quantize_options(std::string_view format, std::string_view granularity, std::string_view scale_op,
                                  std::int64_t margin, double amax_epsilon, bool power_of_two, std::string_view mx_rule,
                                  std::string_view rounding, std::string_view overflow, std::string_view nan,
-                                 std::int64_t seed, std::int64_t offset) {
+                                 std::int64_t seed, std::int64_t offset, std::string_view like = "fp8q") {
   QuantizeOptions o;
   o.element = parse_format_arg(format, "format");
   o.granularity = parse_granularity_arg(granularity);
@@ -31,8 +31,11 @@ QuantizeOptions quantize_options(std::string_view format, std::string_view granu
   o.amax = amax_scale_options(margin, amax_epsilon, power_of_two);
   const auto rule = parse_mx_scale_rule(mx_rule);
   TORCH_CHECK_VALUE(rule.has_value(), "mx_rule: unknown '", std::string(mx_rule),
-                    "' (one of: floor ceil even rceil trainium3)");
+                    "' (one of: floor ceil even rceil trainium3 compressed-tensors)");
   o.mx_rule = *rule;
+  const auto producer = parse_producer(like);
+  TORCH_CHECK_VALUE(producer.has_value(), "like: unknown '", std::string(like), "' (one of: fp8q compressed-tensors)");
+  o.like = *producer;
   o.convert = convert_options(rounding, overflow, nan, seed, offset);
   o.bulk.threads = threads();
   return o;
@@ -49,12 +52,12 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x_in, std::string_
                                             std::int64_t margin, double amax_epsilon, bool power_of_two,
                                             std::string_view mx_rule, std::string_view rounding,
                                             std::string_view overflow, std::string_view nan, std::int64_t seed,
-                                            std::int64_t offset) {
+                                            std::int64_t offset, std::string_view like) {
   return guarded("quantize", [&] {
     const at::Tensor x = dense(x_in, "x");
     const Format& from = source_format(x, "x");
     const QuantizeOptions o = quantize_options(format, granularity, scale_op, margin, amax_epsilon, power_of_two,
-                                               mx_rule, rounding, overflow, nan, seed, offset);
+                                               mx_rule, rounding, overflow, nan, seed, offset, like);
     TORCH_CHECK_VALUE(o.granularity.kind != GranularityKind::kNvfp4, "granularity: ", std::string(granularity),
                       " has a global scale as well; quantize_nvfp4 returns it");
     const bool mx = o.granularity.kind == GranularityKind::kMx;

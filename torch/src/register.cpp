@@ -28,7 +28,7 @@ TORCH_LIBRARY(fp8q, m) {
         "str nan='error', int seed=0, int offset=0) -> (Tensor, Tensor, Tensor)");
   m.def("quantize(Tensor x, str format, str granularity='tensor', str scale_op='multiply', int margin=0, "
         "float amax_epsilon=0.0, bool power_of_two=False, str mx_rule='floor', str rounding='rne', "
-        "str overflow='saturate', str nan='error', int seed=0, int offset=0) -> (Tensor, Tensor)");
+        "str overflow='saturate', str nan='error', int seed=0, int offset=0, str like='fp8q') -> (Tensor, Tensor)");
   m.def("quantize_nvfp4(Tensor x, str format='e2m1', str granularity='nvfp4', str scale_op='multiply', "
         "int margin=0, float amax_epsilon=0.0, bool power_of_two=False, str mx_rule='floor', str rounding='rne', "
         "str overflow='saturate', str nan='error', int seed=0, int offset=0) -> (Tensor, Tensor, Tensor)");

@@ -69,46 +69,11 @@ DivideQuantized quantize_divide(const WeightRef& w, const Format& target, const 
 
 DivideQuantized quantize_divide_like_compressed_tensors(const WeightRef& w, const BlockGrid& grid,
                                                         const LayoutOptions& lo) {
-  const Format& from = source_format(w.dtype);
-  const DType d = w.dtype;
   DivideQuantized out;
   out.grid = grid;
-  std::vector<float> amaxes(grid.grid_size());
-  block_amax(w.data, from, grid, amaxes, lo.threads);
-  // torch's eps of D: 2^-23, 2^-7 (bf16), 2^-10 (fp16)
-  const float eps = d == DType::kF32 ? 0x1p-23f : d == DType::kBF16 ? 0x1p-7f : 0x1p-10f;
-  auto to_dtype = [&](float x) {  // nearest-even into D
-    if (d == DType::kF32) return x;
-    const Format& f = d == DType::kBF16 ? kBF16 : kF16;
-    ConvertOptions o;
-    o.overflow = Overflow::kInfOrNan;
-    return decode_f32(encode_f32(x, f, o), f);
-  };
-  out.scale_inv.resize(amaxes.size());
-  for (std::size_t b = 0; b < amaxes.size(); ++b) {
-    const float s = to_dtype(amaxes[b] / 448.0f);
-    out.scale_inv[b] = s == 0 ? eps : s;
-  }
-  // q = e4m3fn(D(fp32(x / s))): the fp32 quotients of a row, rounded to D, then converted
   out.codes.resize(grid.rows * grid.cols);
-  const std::size_t esz = from.storage_bytes();
-  std::vector<float> x(grid.cols);
-  std::vector<std::byte> narrow(grid.cols * esz);
-  ConvertOptions sat;
-  sat.overflow = Overflow::kSaturate;
-  for (std::size_t r = 0; r < grid.rows; ++r) {
-    convert(w.data.subspan(r * grid.cols * esz, grid.cols * esz), from, std::as_writable_bytes(std::span(x)), kF32);
-    for (std::size_t c = 0; c < grid.cols; ++c) x[c] = x[c] / out.scale_inv[grid.scale_index(r, c)];
-    const std::span<std::uint8_t> codes(out.codes.data() + r * grid.cols, grid.cols);
-    if (d == DType::kF32) {
-      convert(x, codes, kE4M3FN, sat);
-      continue;
-    }
-    ConvertOptions to_d;
-    to_d.overflow = Overflow::kInfOrNan;
-    convert(std::as_bytes(std::span(x)), kF32, narrow, from, to_d);
-    convert(narrow, from, std::as_writable_bytes(codes), kE4M3FN, sat);
-  }
+  out.scale_inv.resize(grid.grid_size());
+  quantize_like_compressed_tensors(w.data, source_format(w.dtype), grid, out.codes, out.scale_inv, {lo.threads, lo.isa});
   return out;
 }
 

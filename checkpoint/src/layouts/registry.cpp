@@ -35,12 +35,6 @@ std::optional<std::string> Layout::cannot_quantize(const std::vector<std::uint64
   return std::nullopt;
 }
 
-std::optional<Producer> parse_producer(std::string_view name) {
-  if (name == "fp8q") return Producer::kFp8q;
-  if (name == "compressed-tensors") return Producer::kCompressedTensors;
-  return std::nullopt;
-}
-
 std::vector<OutputTensor> Layout::store(const WeightRef&, const DequantView&, const LayoutOptions&) const {
   throw std::invalid_argument("layout " + std::string(name()) + " does not store re-encoded codes");
 }

@@ -22,6 +22,7 @@
 #include "fp8q/numerics/format.hpp"
 #include "fp8q/numerics/isa.hpp"
 #include "fp8q/quant/granularity.hpp"
+#include "fp8q/quant/producer.hpp"
 #include "fp8q/quant/trainium3_layout.hpp"
 
 namespace fp8q::checkpoint {
@@ -32,19 +33,13 @@ namespace fp8q::checkpoint {
 std::optional<Granularity> parse_ct_strategy(std::string_view word);  // tensor channel block
 std::string_view ct_strategy(const Granularity& g);                   // the inverse ("?" for others)
 
-// Whose quantizer a layout reproduces (docs/checkpoints.md, "Producer presets"): fp8q's own
-// (one rounding of each value, the default) or a producer's, bit for bit.
-enum class Producer : std::uint8_t {
-  kFp8q,
-  kCompressedTensors,  // compressed-tensors' calculate_qparams + quantize, what llm-compressor writes
-};
-std::optional<Producer> parse_producer(std::string_view name);  // "fp8q", "compressed-tensors"
 
 struct LayoutOptions {
   std::optional<Granularity> granularity;  // ct-fp8 and trn2 (default: row); others refuse it
   std::optional<trn3::KLayout> pack;       // trn3-mx only: pre-pack for nc_matmul_mx
   std::optional<FormatId> element;         // trn3-mx only: e4m3fn (MXFP8, default) or e2m1 (MXFP4)
-  Producer like = Producer::kFp8q;         // kCompressedTensors: ct-fp8, ct-mxfp8, ct-mxfp4
+  Producer like = Producer::kFp8q;         // whose quantizer (quant/producer.hpp); kCompressedTensors:
+                                           // ct-fp8, ct-mxfp8, ct-mxfp4
   int threads = 1;                         // results do not depend on it
   std::optional<Isa> isa;                  // force a kernel path (fp8q/numerics/isa.hpp), as
                                            // BulkOptions::isa; default active_isa(); same results

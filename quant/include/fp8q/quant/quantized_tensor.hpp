@@ -20,6 +20,7 @@
 #include "fp8q/numerics/format.hpp"
 #include "fp8q/numerics/policy.hpp"
 #include "fp8q/quant/granularity.hpp"
+#include "fp8q/quant/producer.hpp"
 #include "fp8q/quant/scale_rules.hpp"
 
 namespace fp8q {
@@ -65,6 +66,9 @@ struct QuantizeOptions {
   MxScaleRule mx_rule = MxScaleRule::kFloor;
   ConvertOptions convert;               // rounding, overflow, NaN policy, seed, offset (scale: unset)
   BulkOptions bulk;                     // threads, ISA
+  Producer like = Producer::kFp8q;      // kCompressedTensors (quant/producer.hpp): e4m3fn, tensor,
+                                        // row or block granularity, ScaleOp::kDivide, the default
+                                        // amax and conversion options
 };
 
 // `data` holds the tensor's elements in `from` (fp32, bf16 or fp16), row-major. Throws

@@ -78,7 +78,7 @@ std::uint8_t mx_quantize_block(std::span<const float> block, const Format& eleme
 // The rule as a table for the bulk MX path (numerics/block_scaled.hpp): for every fp32 amax,
 // table.code(bits(amax)) == mx_scale_code(amax, element, rule). Built by probing the rule at
 // each binade's ends and bisecting for the one mantissa where it steps; throws
-// std::logic_error if the rule is not of that form (it always is for the five rules).
+// std::logic_error if the rule is not of that form (it always is for the six rules).
 Pow2ScaleTable mx_scale_table(const Format& element, MxScaleRule rule);
 
 // ---- NVFP4: an E4M3FN scale per block of 16 e2m1 elements under one fp32 tensor scale ----------

@@ -78,14 +78,16 @@ std::string granularity(std::string_view name, bool transposed = false);
 // granularity's grid of x's matrix view, [grid_rows, grid_cols]: float32 scale_inv (the
 // dequantization multiplier) for tensor / row / col / block<R>x<C>, float8_e8m0fnu for mx.
 // scale_op multiply or divide (not mx); margin, amax_epsilon, power_of_two: the amax -> scale
-// rule; mx_rule floor ceil even rceil trainium3.
+// rule; mx_rule floor ceil even rceil trainium3 compressed-tensors; like fp8q or
+// compressed-tensors (quant/producer.hpp: its FP8 quantizer, e4m3fn, divide).
 std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_view format,
                                             std::string_view granularity = "tensor",
                                             std::string_view scale_op = "multiply", std::int64_t margin = 0,
                                             double amax_epsilon = 0.0, bool power_of_two = false,
                                             std::string_view mx_rule = "floor", std::string_view rounding = "rne",
                                             std::string_view overflow = "saturate", std::string_view nan = "error",
-                                            std::int64_t seed = 0, std::int64_t offset = 0);
+                                            std::int64_t seed = 0, std::int64_t offset = 0,
+                                            std::string_view like = "fp8q");
 
 // NVFP4 (granularity nvfp4, 1 x 16, or nvfp4_16x16; format e2m1): e2m1 codes (float4_e2m1fn_x2),
 // float8_e4m3fn block scales [grid_rows, grid_cols] and the float32 global scale S [1]
