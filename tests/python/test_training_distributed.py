@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 
 import pytest
 import torch
@@ -34,6 +35,8 @@ def state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def worker(rank: int, init: str, out: str, name: str, wrap: str) -> None:
+    # this rank's stderr (a C++ abort's message included) goes to a file run() reports
+    os.dup2(os.open(f"{out}/{rank}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
     try:
         model = model_of(name)
@@ -58,14 +61,26 @@ def worker(rank: int, init: str, out: str, name: str, wrap: str) -> None:
             loss.backward()
             opt.step()
             losses.append(loss.item())
-        torch.save({"first": first, "losses": losses, "state": state(model)}, f"{out}/{rank}.pt")
+        torch.save({"first": first, "losses": losses, "state": state(model)}, f"{out}/{rank}.tmp")
+        os.replace(f"{out}/{rank}.tmp", f"{out}/{rank}.pt")  # complete or absent
+        dist.barrier()  # no rank closes its connections while the other is still in a collective
     finally:
         dist.destroy_process_group()
 
 
 def run(name: str, wrap: str) -> list[dict]:
     with tempfile.TemporaryDirectory() as d:
-        mp.start_processes(worker, args=(f"file://{d}/init", d, name, wrap), nprocs=2, join=True, start_method="spawn")
+        try:
+            mp.start_processes(worker, args=(f"file://{d}/init", d, name, wrap), nprocs=2, join=True,
+                               start_method="spawn")
+        except mp.ProcessExitedException as e:
+            logs = {r: open(f"{d}/{r}.err").read()[-4000:] for r in range(2) if os.path.exists(f"{d}/{r}.err")}
+            done = all(os.path.exists(f"{d}/{r}.pt") for r in range(2))
+            # A rank that dies after both saved their results died in the transport's teardown,
+            # which is not what these tests check; anything earlier fails with both ranks' stderr.
+            if not done:
+                raise AssertionError(f"{e}\n" + "\n".join(f"rank {r} stderr:\n{t}" for r, t in logs.items())) from e
+            warnings.warn(f"after both ranks saved their results: {e}; stderr: {logs}")
         return [torch.load(f"{d}/{r}.pt") for r in range(2)]
 
 
