@@ -113,8 +113,8 @@ check "one format for both refused" 2 "tb.txt: line 1, value [0-9]+: .* is not a
 head -n 47 "$tmp/tc.txt" > "$tmp/tc_short.txt"
 check "C lines counted" 2 "tc_short.txt: 47 lines, .*ta.txt has 48" -- \
   "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --c "$tmp/tc_short.txt" --format e5m2,e4m3fn
-check "bad second format" 2 "--format: 'bf16' is not an element format" -- \
-  "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --format e5m2,bf16
+check "bad second format" 2 "--format: 'f32' is not an operand format \\(e4m3fn .* f16 bf16\\)" -- \
+  "$fp8q" fit --text "$tmp/ta.txt" "$tmp/tb.txt" "$tmp/td.txt" --format e5m2,f32
 check "--c without --text" 2 "--c is for --text" -- "$fp8q" fit "$tmp/h.st" --c "$tmp/tc.txt"
 
 # ---- the samples form: independent dot products, a [S, K], b [S, K], c [S], d [S]
@@ -131,11 +131,12 @@ cat > "$tmp/bad_samples.py" <<'PYEOF'
 import json, struct, sys
 def write(path, tensors, meta):
     header, data = {'__metadata__': meta}, b''
-    for name, shape in tensors:
+    for name, shape, *dtype in tensors:
         n = 1
         for d in shape: n *= d
-        header[name] = {'dtype': 'F32', 'shape': shape, 'data_offsets': [len(data), len(data) + 4 * n]}
-        data += struct.pack('<%df' % n, *([1.0] * n))
+        u8 = dtype == ['U8']
+        header[name] = {'dtype': 'U8' if u8 else 'F32', 'shape': shape, 'data_offsets': [len(data), len(data) + (1 if u8 else 4) * n]}
+        data += bytes(n) if u8 else struct.pack('<%df' % n, *([1.0] * n))
     h = json.dumps(header).encode()
     open(path, 'wb').write(struct.pack('<Q', len(h)) + h + data)
 meta = {'fp8q.elem.a': 'e4m3fn', 'fp8q.elem.b': 'e4m3fn', 'fp8q.layout': 'samples'}
@@ -143,11 +144,14 @@ out = sys.argv[1]
 write(out + '/rows.st', [('a', [3, 8]), ('b', [2, 8]), ('d', [3])], meta)
 write(out + '/dshape.st', [('a', [3, 8]), ('b', [3, 8]), ('d', [3, 3])], meta)
 write(out + '/layout.st', [('a', [3, 8]), ('b', [3, 8]), ('d', [3])], {**meta, 'fp8q.layout': 'diagonal'})
+write(out + '/f16u8.st', [('a', [3, 8], 'U8'), ('b', [3, 8]), ('d', [3])], {**meta, 'fp8q.elem.a': 'f16', 'fp8q.elem.b': 'f16'})
 PYEOF
 check "write bad samples files" 0 '' -- /usr/bin/python3 "$tmp/bad_samples.py" "$tmp"
 check "samples: b rows differ" 2 "rows.st: tensor 'b' has 2 rows, but a has 3 \\(one a sample\\)" -- "$fp8q" fit "$tmp/rows.st"
 check "samples: d of the grid's shape" 2 "dshape.st: tensor 'd' has shape \\[3, 3\\], expected \\[3\\]" -- "$fp8q" fit "$tmp/dshape.st"
 check "unknown layout" 2 "layout.st: __metadata__ 'fp8q.layout' = 'diagonal' is not a layout" -- "$fp8q" fit "$tmp/layout.st"
+check "f16 codes stored as U8 refused" 2 "tensor 'a' has dtype U8 but __metadata__ 'fp8q.elem.a' says f16" -- \
+  "$fp8q" fit "$tmp/f16u8.st"
 
 # ---- --json: what a CI job asserts on, with the same exit codes
 check "fit --json" 0 '' -- "$fp8q" fit "$tmp/h.st" --json --tries 20
@@ -189,7 +193,7 @@ head -n 1 "$tmp/b.txt" > "$tmp/one_b.txt"; head -n 1 "$tmp/d.txt" > "$tmp/one_d.
 check "value not in the format" 2 "off_a.txt: line 1, value 1: .* is not a value of e4m3fn" -- \
   "$fp8q" fit --text "$tmp/off_a.txt" "$tmp/one_b.txt" "$tmp/one_d.txt" --format e4m3fn
 check "lines differ" 2 "one_b.txt: 1 lines, .*a.txt has 300" -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/one_b.txt" "$tmp/d.txt" --format e4m3fn
-check "text without format" 2 "--text: name the operands' element format" -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/b.txt" "$tmp/d.txt"
+check "text without format" 2 "--text: name the operands' format" -- "$fp8q" fit --text "$tmp/a.txt" "$tmp/b.txt" "$tmp/d.txt"
 check "missing text file" 2 "nope.txt" -- "$fp8q" fit --text "$tmp/nope.txt" "$tmp/b.txt" "$tmp/d.txt" --format e4m3fn
 check "no input" 2 "give IN.safetensors" -- "$fp8q" fit
 check "d of the wrong shape" 0 '' -- "$fp8q" vectors "$tmp/small.st" --profile ocp --cases 3 --k 8
@@ -198,7 +202,16 @@ check "fit with d from another shape" 2 "small.st: tensor 'd' has shape \\[3, 3\
 check "unknown model" 2 "--model: 'fused:32' is not a model" -- "$fp8q" vectors "$tmp/x.st" --model fused:32
 check "model out of range names the field" 2 "--model: .*align_bits" -- "$fp8q" vectors "$tmp/x.st" --model fused:32:align70:result13:rtz
 check "profile and model" 2 "--profile and --model: give one" -- "$fp8q" vectors "$tmp/x.st" --profile ocp --model fp32_sequential
-check "not an element format" 2 "--format: 'bf16' is not an element format" -- "$fp8q" vectors "$tmp/x.st" --format bf16
+check "not an operand format" 2 "--format: 'e8m0' is not an operand format" -- "$fp8q" vectors "$tmp/x.st" --format e8m0
+
+# ---- FP16 / BF16 operands: Hopper's published BF16 model recovered from its vectors (BF16 dtype)
+check "bf16 vectors" 0 '' -- "$fp8q" vectors "$tmp/bf.st" --format bf16 --model fused:16:align25:result23:rtz \
+  --cases 16 --k 32 --with-c
+check "fit bf16" 0 '' -- "$fp8q" fit "$tmp/bf.st" --tries 20
+expect "bf16: the formats" has out "^samples: 256 dot products of K = 32, bf16 x bf16, with C"
+expect "bf16: the published model named" bash -c "grep -A1 -x '  fused:16:align25:result23:rtz' '$tmp/out' | grep -qx '      the published model of H100, H200; B200, RTX PRO 6000'"
+check "fit bf16 json" 0 '' -- "$fp8q" fit "$tmp/bf.st" --tries 0 --json
+expect "json: published_for" has out '"published_for": \[$'
 check "cases 0" 2 "cases must be at least 1" -- "$fp8q" vectors "$tmp/x.st" --cases 0
 check "trainium3_mx refused" 2 "trainium3_mx needs MX scales" -- "$fp8q" vectors "$tmp/x.st" --model trainium3_mx:wrapx
 expect "nothing written for the failures" test ! -e "$tmp/x.st"

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "fp8q/kernels/fit.hpp"
 #include "verbs.hpp"
 
 namespace fp8q::cli {
@@ -45,6 +46,16 @@ std::optional<FormatId> element_format(const std::string& name) {
 FormatId element_arg(const std::string& name, const std::string& option) {
   if (const auto f = element_format(name)) return *f;
   throw UsageError(option + ": '" + name + "' is not an element format (" + kElementFormatNames + ")");
+}
+
+std::optional<FormatId> operand_format(const std::string& name) {
+  const auto f = parse_format(name);
+  return f && is_operand_format(*f) ? f : std::nullopt;
+}
+
+FormatId operand_arg(const std::string& name, const std::string& option) {
+  if (const auto f = operand_format(name)) return *f;
+  throw UsageError(option + ": '" + name + "' is not an operand format (" + kElementFormatNames + " f16 bf16)");
 }
 
 Rounding rounding_arg(const std::string& name) {

@@ -18,6 +18,10 @@ std::optional<FormatId> element_format(const std::string& name);
 // element_format, or UsageError naming `option` and listing the element formats.
 FormatId element_arg(const std::string& name, const std::string& option);
 inline constexpr const char* kElementFormatNames = "e4m3fn e4m3 e5m2 e4m3fnuz e5m2fnuz e3m4 e2m3 e3m2 e2m1";
+// An operand format of samples and vectors (kernels/fit.hpp: the element formats, f16, bf16) by
+// name, or UsageError naming `option` and listing them.
+std::optional<FormatId> operand_format(const std::string& name);
+FormatId operand_arg(const std::string& name, const std::string& option);
 Rounding rounding_arg(const std::string& name);
 Overflow overflow_arg(const std::string& name);
 NanPolicy nan_arg(const std::string& name);

@@ -33,10 +33,10 @@ struct FitArgs {
   bool json = false;
 };
 
-// --format F (A and B) or FA,FB: element formats of 8 bits or fewer.
+// --format F (A and B) or FA,FB: operand formats (element formats, f16, bf16).
 std::pair<FormatId, FormatId> text_formats(const std::string& text) {
   const std::size_t comma = text.find(',');
-  auto one = [](const std::string& name) { return element_arg(name, "--format"); };
+  auto one = [](const std::string& name) { return operand_arg(name, "--format"); };
   if (comma == std::string::npos) return {one(text), one(text)};
   return {one(text.substr(0, comma)), one(text.substr(comma + 1))};
 }
@@ -47,8 +47,13 @@ std::string hex_text(std::uint32_t u) {
   return hex;
 }
 
-Json candidate_json(const Candidate& c) {
-  return {{"model", model_name(c.model)}, {"c_role", c.c_role == CRole::kEpilogue ? "epilogue" : "accumulator"}};
+// The candidate, and the devices whose published model it is for the samples' operands.
+Json candidate_json(const Candidate& c, const DotSamples& s) {
+  Json j{{"model", model_name(c.model)},
+         {"c_role", c.c_role == CRole::kEpilogue ? "epilogue" : "accumulator"},
+         {"published_for", Json::array()}};
+  for (const PublishedModel& p : published_as(c, s.format_a, s.format_b)) j["published_for"].push_back(p.devices);
+  return j;
 }
 
 // The report as JSON: what the text prints, with bit patterns as hex strings.
@@ -62,9 +67,9 @@ Json report_json(const FitReport& r, const DotSamples& s) {
          {"consistent", Json::array()},
          {"separations", Json::array()},
          {"nearest", Json::array()}};
-  for (const Candidate& c : r.consistent) j["consistent"].push_back(candidate_json(c));
+  for (const Candidate& c : r.consistent) j["consistent"].push_back(candidate_json(c, s));
   for (const Separation& sep : r.separations) {
-    Json e{{"against", candidate_json(sep.other)}, {"tries", sep.tries}, {"separated", sep.k.has_value()}};
+    Json e{{"against", candidate_json(sep.other, s)}, {"tries", sep.tries}, {"separated", sep.k.has_value()}};
     if (sep.k) {
       e["k"] = *sep.k;
       e["seed"] = sep.seed;
@@ -74,7 +79,7 @@ Json report_json(const FitReport& r, const DotSamples& s) {
     j["separations"].push_back(std::move(e));
   }
   for (const Miss& m : r.nearest)
-    j["nearest"].push_back({{"candidate", candidate_json(m.candidate)},
+    j["nearest"].push_back({{"candidate", candidate_json(m.candidate, s)},
                             {"misses", m.misses},
                             {"first_miss",
                              {{"sample", m.first.sample},
@@ -92,7 +97,7 @@ std::string sample_summary(const DotSamples& s, std::size_t i) {
   const std::size_t r = s.row(i), c = s.col(i);
   int lo = 0, hi = 0, nonzero = 0, special = 0;
   for (std::size_t k = 0; k < s.k; ++k) {
-    const double p = static_cast<double>(s.a[r * s.k + k]) * s.bt[c * s.k + k];  // exact: 8-bit operands
+    const double p = static_cast<double>(s.a[r * s.k + k]) * s.bt[c * s.k + k];  // exact: 16-bit operands at most
     if (!std::isfinite(p)) ++special;
     else if (p != 0.0) {
       const int e = std::ilogb(p);
@@ -112,7 +117,7 @@ int run_fit(const FitArgs& a) {
   if (!a.text.empty()) {
     if (!a.in.empty() || !a.d.empty()) throw UsageError("--text reads the text files: give no IN or --d with it");
     if (a.format.empty())
-      throw UsageError("--text: name the operands' element format with --format F or --format FA,FB (e4m3fn, e5m2, ...)");
+      throw UsageError("--text: name the operands' format with --format F or --format FA,FB (e4m3fn, e5m2, f16, ...)");
     const auto [fa, fb] = text_formats(a.format);
     s = read_text_samples(a.text[0], a.text[1], a.text[2], a.c, fa, fb);
   } else {
@@ -131,7 +136,12 @@ int run_fit(const FitArgs& a) {
               s.c.empty() ? "no C" : "with C (as accumulator input or epilogue)");
   std::printf("searched: %zu candidates (fp8q fit --help lists the grid)\n", r.candidates);
   std::printf("consistent with every sample: %zu\n", r.consistent.size());
-  for (const Candidate& c : r.consistent) std::printf("  %s\n", candidate_name(c).c_str());
+  for (const Candidate& c : r.consistent) {
+    std::string published;
+    for (const PublishedModel& p : published_as(c, s.format_a, s.format_b))
+      published += std::string(published.empty() ? "\n      the published model of " : "; ") + p.devices;
+    std::printf("  %s%s\n", candidate_name(c).c_str(), published.c_str());
+  }
   if (r.consistent.size() > 1) {
     std::printf("these %zu agree on every sample (one class): the samples cannot separate them\n", r.consistent.size());
     std::printf("generated inputs that would (%s against each other; fp8q vectors --cases 1 --k K --seed S):\n",
@@ -171,7 +181,7 @@ void add_fit(CLI::App& app) {
   c->add_option("--text", f->text, "The three text files of A rows, B columns and D bits (published tensor-core format)")
       ->expected(3);
   c->add_option("--c", f->c, "With --text: the file of C bits, one per sample as D (the accumulator input)");
-  c->add_option("--format", f->format, "With --text: the element format of A and B (F), or of each (FA,FB)");
+  c->add_option("--format", f->format, "With --text: the format of A and B (F: an element format, f16 or bf16), or of each (FA,FB)");
   c->add_option("--nearest", f->nearest, "Inconsistent models to report with their misses")->capture_default_str();
   c->add_option("--screen", f->screen, "Samples that rank the inconsistent models before the best are counted in full")
       ->capture_default_str();

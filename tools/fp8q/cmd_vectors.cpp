@@ -48,8 +48,8 @@ void run_vectors(const VectorsArgs& a) {
   }
   const std::string fa = !a.format_a.empty() ? a.format_a : !a.format.empty() ? a.format : "e4m3fn";
   const std::string fb = !a.format_b.empty() ? a.format_b : !a.format.empty() ? a.format : "e4m3fn";
-  const VectorSpec spec{.format_a = element_arg(fa, a.format_a.empty() ? "--format" : "--format-a"),
-                        .format_b = element_arg(fb, a.format_b.empty() ? "--format" : "--format-b"),
+  const VectorSpec spec{.format_a = operand_arg(fa, a.format_a.empty() ? "--format" : "--format-a"),
+                        .format_b = operand_arg(fb, a.format_b.empty() ? "--format" : "--format-b"),
                         .cases = a.cases, .k = a.k, .with_c = a.with_c, .seed = a.seed};
   DotSamples s;
   try {
@@ -93,9 +93,9 @@ void add_vectors(CLI::App& app) {
   c->add_flag("--with-c", v->with_c, "Add C [M, N] F32");
   c->add_option("--c-role", v->c_role, "C's role in d: accumulator (D = A B + C inside the sum) or epilogue")
       ->capture_default_str();
-  c->add_option("--format", v->format, "Element format of A and B (default e4m3fn)");
-  c->add_option("--format-a", v->format_a, "Element format of A");
-  c->add_option("--format-b", v->format_b, "Element format of B");
+  c->add_option("--format", v->format, "Format of A and B: an element format, f16 or bf16 (default e4m3fn)");
+  c->add_option("--format-a", v->format_a, "Format of A (an element format, f16 or bf16)");
+  c->add_option("--format-b", v->format_b, "Format of B (an element format, f16 or bf16)");
   c->add_option("--cases", v->cases, "Designed cases: M = N = cases")->capture_default_str()->check(not_negative());
   c->add_option("--k", v->k, "K of every dot product")->capture_default_str()->check(not_negative());
   c->add_option("--seed", v->seed, "Seed (the same seed gives the same file)")->capture_default_str()->check(not_negative());

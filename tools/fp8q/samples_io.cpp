@@ -25,18 +25,26 @@ namespace ck = fp8q::checkpoint;
 constexpr std::string_view kLayoutKey = "fp8q.layout", kSamplesLayout = "samples";
 
 ck::DType codes_dtype(FormatId f) {
-  return f == FormatId::kE4M3FN ? ck::DType::kF8_E4M3 : f == FormatId::kE5M2 ? ck::DType::kF8_E5M2 : ck::DType::kU8;
+  switch (f) {
+    case FormatId::kE4M3FN: return ck::DType::kF8_E4M3;
+    case FormatId::kE5M2: return ck::DType::kF8_E5M2;
+    case FormatId::kF16: return ck::DType::kF16;
+    case FormatId::kBF16: return ck::DType::kBF16;
+    default: return ck::DType::kU8;
+  }
 }
 
-// Codes of values (row-major rows x cols), e2m1 packed two per byte unless `one_per_byte`.
+// Codes of values (row-major rows x cols): one byte each, two per byte for e2m1 unless
+// `one_per_byte`, two bytes (little-endian) for f16 and bf16.
 std::vector<std::byte> to_codes(const std::vector<float>& v, FormatId f, bool one_per_byte = false) {
   const Format& fmt = format_of(f);
   const ConvertOptions exact{.overflow = Overflow::kInfOrNan};
   std::vector<std::byte> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto code = static_cast<std::uint8_t>(encode_f32(v[i], fmt, exact));
-    if (f != FormatId::kE2M1 || one_per_byte) out.push_back(std::byte{code});
-    else if (i % 2 == 0) out.push_back(std::byte{code});
+    const auto code = static_cast<std::uint16_t>(encode_f32(v[i], fmt, exact));
+    if (fmt.bits() > 8) out.push_back(std::byte{static_cast<std::uint8_t>(code)}), out.push_back(std::byte{static_cast<std::uint8_t>(code >> 8)});
+    else if (f != FormatId::kE2M1 || one_per_byte) out.push_back(std::byte{static_cast<std::uint8_t>(code)});
+    else if (i % 2 == 0) out.push_back(std::byte{static_cast<std::uint8_t>(code)});
     else out.back() |= std::byte{static_cast<std::uint8_t>(code << 4)};
   }
   return out;
@@ -71,26 +79,35 @@ class File {
     return true;
   }
 
-  // The element format of operand `name`: its dtype (F8_E4M3, F8_E5M2) or fp8q.elem.NAME.
+  // The format of operand `name`: its dtype (F8_E4M3, F8_E5M2, F16, BF16) or fp8q.elem.NAME.
   FormatId format(const ck::TensorInfo& t) const {
     const std::string key = "fp8q.elem." + t.name;
     const auto it = in_.metadata().find(key);
     std::optional<FormatId> named;
     if (it != in_.metadata().end()) {
-      named = element_format(it->second);
+      named = operand_format(it->second);
       if (!named)
-        throw UsageError(path_ + ": __metadata__ '" + key + "' = '" + it->second + "' is not an element format");
+        throw UsageError(path_ + ": __metadata__ '" + key + "' = '" + it->second + "' is not an operand format (" +
+                         kElementFormatNames + " f16 bf16)");
     }
-    if (t.dtype == ck::DType::kF8_E4M3 || t.dtype == ck::DType::kF8_E5M2) {
-      const FormatId by_dtype = t.dtype == ck::DType::kF8_E4M3 ? FormatId::kE4M3FN : FormatId::kE5M2;
-      if (named && *named != by_dtype)
+    const std::optional<FormatId> by_dtype = t.dtype == ck::DType::kF8_E4M3 ? std::optional(FormatId::kE4M3FN)
+                                             : t.dtype == ck::DType::kF8_E5M2 ? std::optional(FormatId::kE5M2)
+                                             : t.dtype == ck::DType::kF16     ? std::optional(FormatId::kF16)
+                                             : t.dtype == ck::DType::kBF16    ? std::optional(FormatId::kBF16)
+                                                                              : std::nullopt;
+    if (by_dtype) {
+      if (named && *named != *by_dtype)
         fail(t.name, "has dtype " + std::string(ck::dtype_name(t.dtype)) + " but __metadata__ '" + key + "' says " +
                          std::string(format_of(*named).name));
-      return by_dtype;
+      return *by_dtype;
     }
     if (t.dtype != ck::DType::kU8 && t.dtype != ck::DType::kF32)
-      fail(t.name, "has dtype " + std::string(ck::dtype_name(t.dtype)) + "; operands are F8_E4M3, F8_E5M2, U8 codes or F32 values");
+      fail(t.name, "has dtype " + std::string(ck::dtype_name(t.dtype)) +
+                       "; operands are F8_E4M3, F8_E5M2, F16, BF16, U8 codes or F32 values");
     if (!named) fail(t.name, "has dtype " + std::string(ck::dtype_name(t.dtype)) + ": name its format in __metadata__ '" + key + "'");
+    if (t.dtype == ck::DType::kU8 && format_of(*named).bits() > 8)
+      fail(t.name, "has dtype U8 but __metadata__ '" + key + "' says " + std::string(format_of(*named).name) +
+                       " (16-bit codes are F16 or BF16)");
     return *named;
   }
 
@@ -112,6 +129,11 @@ class File {
     }
     if (f == FormatId::kE2M1 && t.dtype == ck::DType::kU8) cols *= 2;
     v.resize(rows * cols);
+    if (fmt.bits() > 8) {  // F16 / BF16: little-endian codes, every one a value
+      for (std::size_t i = 0; i < v.size(); ++i)
+        v[i] = decode_f32(std::to_integer<unsigned>(bytes[2 * i]) | std::to_integer<unsigned>(bytes[2 * i + 1]) << 8, fmt);
+      return v;
+    }
     for (std::size_t i = 0; i < v.size(); ++i) {
       auto code = std::to_integer<std::uint8_t>(bytes[f == FormatId::kE2M1 ? i / 2 : i]);
       if (f == FormatId::kE2M1) code = i % 2 == 0 ? code & 0xF : code >> 4;
@@ -188,8 +210,8 @@ void write_samples_npz(const std::string& path, const DotSamples& s, bool with_d
   const std::vector<std::byte> ca = to_codes(s.a, s.format_a, true), cb = to_codes(b, s.format_b, true);
   std::vector<NpyArray> arrays = {{"a", "<f4", {s.m, s.k}, std::as_bytes(std::span(s.a))},
                                   {"b", "<f4", b_shape, std::as_bytes(std::span(b))},
-                                  {"a_codes", "|u1", {s.m, s.k}, ca},
-                                  {"b_codes", "|u1", b_shape, cb}};
+                                  {"a_codes", format_of(s.format_a).bits() > 8 ? "<u2" : "|u1", {s.m, s.k}, ca},
+                                  {"b_codes", format_of(s.format_b).bits() > 8 ? "<u2" : "|u1", b_shape, cb}};
   if (!s.c.empty()) arrays.push_back({"c", "<f4", results, std::as_bytes(std::span(s.c))});
   if (with_d) arrays.push_back({"d", "<f4", results, std::as_bytes(std::span(s.d))});
   write_npz(path, arrays);

@@ -30,6 +30,9 @@ void DotSamples::check() const {
   if (!c.empty()) expect("c", c.size(), count());
   for (auto [values, id, name] : {std::tuple{&a, format_a, "a"}, std::tuple{&bt, format_b, "b"}}) {
     const Format& f = format_of(id);
+    if (!is_operand_format(id))
+      throw std::invalid_argument(std::string("samples: format_") + name + " " + std::string(f.name) +
+                                  " is not an operand format (an element format, f16 or bf16)");
     for (std::size_t i = 0; i < values->size(); ++i) {
       const float v = (*values)[i];
       if (!is_value_of(v, f))
@@ -37,6 +40,11 @@ void DotSamples::check() const {
                                     float_text(v) + ") is not a value of " + std::string(f.name));
     }
   }
+}
+
+bool is_operand_format(FormatId id) {
+  const Format& f = format_of(id);
+  return (f.bits() <= 8 && f.specials != Specials::kExponentOnly) || id == FormatId::kF16 || id == FormatId::kBF16;
 }
 
 std::string candidate_name(const Candidate& c) {

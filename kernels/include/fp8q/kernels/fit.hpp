@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,13 +37,17 @@ struct DotSamples {
   std::size_t count() const { return diagonal ? m : m * n; }
   std::size_t row(std::size_t i) const { return diagonal ? i : i / n; }
   std::size_t col(std::size_t i) const { return diagonal ? i : i % n; }
-  // Throws std::invalid_argument naming the field whose length does not match m, n and k, or a
-  // value of a or bt that is not one of its format.
+  // Throws std::invalid_argument naming the field whose length does not match m, n and k, a
+  // format that is not an operand format, or a value of a or bt that is not one of its format.
   void check() const;
 };
 
 // Whether v is exactly a value of f (Inf only where f has it; any NaN where f has NaN).
 bool is_value_of(float v, const Format& f);
+
+// The operand formats of samples and generated vectors: the element formats (8 bits or fewer,
+// not the scale format e8m0) and the 16-bit f16 and bf16 of the FP16/BF16 tensor-core models.
+bool is_operand_format(FormatId id);
 
 struct Candidate {
   AccumulationModel model;
@@ -65,6 +70,20 @@ bool same_result(std::uint32_t expected, std::uint32_t got);
 // 3373 models; each with C as the accumulator input and, when `with_c`, as an epilogue term too.
 // (trainium3_mx needs MX scales, which samples do not carry: not in the grid.)
 std::vector<Candidate> model_space(bool with_c);
+
+// The published models of NVIDIA tensor cores with fp32 output (Khattak and Mikaitis, "Accurate
+// Models of NVIDIA Tensor Cores"; docs/validation.md, "Published models"), each a candidate of
+// the grid: the model's name and C's role, the devices and the operands it is published for.
+struct PublishedModel {
+  const char* devices;  // "H100, H200"
+  bool fp8 = false;     // operands e4m3fn / e5m2 (true) or f16 / bf16 (false)
+  bool bf16 = true;     // (not fp8) bf16 as well as f16
+  const char* model;    // a name of model_space's grid
+  CRole c_role = CRole::kAccumulator;
+};
+std::span<const PublishedModel> published_models();
+// The published models that candidate c is, for operands of formats a and b.
+std::vector<PublishedModel> published_as(const Candidate& c, FormatId a, FormatId b);
 
 struct Counterexample {
   std::size_t sample = 0;

@@ -2,7 +2,7 @@
 // model gives on them (the conformance vectors `fp8q vectors` writes; docs/validation.md).
 //
 // Row i of A and column i of B form a designed case; case i follows pattern i + seed (mod 10):
-//   0 random       random finite codes of each format
+//   0 random       random finite codes of each format (f16, bf16: values within 2^-12 .. 2^8)
 //   1 cancel       an exactly cancelling pair (+x, -x) at random K, small terms 1 to 30 bits below
 //   2 align        one large product, the others 8 to 28 bits below it (the alignment widths)
 //   3 tie          2^E plus terms of 2^(E - w - 1) for a w in [9, 24]: a tie at result width w
@@ -35,7 +35,7 @@ struct VectorSpec {
 inline constexpr int kVectorPatterns = 10;
 
 // A, B (and C) of the cases, d empty. Throws std::invalid_argument naming the field for a
-// format that is not an element format, cases or k of 0, or more than 2^26 values of A or B.
+// format that is not an operand format (fit.hpp), cases or k of 0, or more than 2^26 values of A or B.
 DotSamples generate_inputs(const VectorSpec& spec);
 
 // d = the candidate's result for every sample.
