@@ -1,15 +1,21 @@
 // The published NVIDIA tensor-core models (kernels/fit.hpp published_models; docs/validation.md,
 // "Published models"): each is a point of fit's grid, and fit recovers each from vectors it
 // generates with that model, FP8 and FP16/BF16 operands, C as accumulator input and as epilogue
-// term; fit names the devices of the models it finds, and only for the operands published.
+// term; fit names the devices of the models it finds, and only for the operands published; and
+// each real set of tests/data/published-tc (400 samples with C) gives its device's model first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
+#include "fp8q/checkpoint/mma_text.hpp"
 #include "fp8q/kernels/fit.hpp"
 #include "fp8q/kernels/vectors.hpp"
+#include "fp8q/numerics/convert.hpp"
 
 namespace fp8q {
 namespace {
@@ -95,6 +101,61 @@ INSTANTIATE_TEST_SUITE_P(Published, FitPublished, ::testing::ValuesIn(cases()), 
   std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
   return name;
 });
+
+struct RealSet {
+  const char* device;  // file names: a_DEVICE_TAG.txt, b_DEVICE_TAG.txt, c_DEVICE_fp32.txt, d_DEVICE_fp32.txt
+  const char* tag;
+  FormatId format;
+  const char* model;   // the published model, which fit must list first
+  std::size_t class_size;
+};
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + p.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class FitPublishedData : public ::testing::TestWithParam<RealSet> {};
+
+TEST_P(FitPublishedData, GivesTheDevicesPublishedModelFirst) {
+  const RealSet& t = GetParam();
+  const std::filesystem::path dir = FP8Q_PUBLISHED_TC_DIR;
+  const std::string dev = t.device, tag = t.tag;
+  const auto a = dir / ("a_" + dev + "_" + tag + ".txt"), b = dir / ("b_" + dev + "_" + tag + ".txt"),
+             c = dir / ("c_" + dev + "_fp32.txt"), d = dir / ("d_" + dev + "_fp32.txt");
+  const checkpoint::MmaText m = checkpoint::parse_mma_text(slurp(a), slurp(b), slurp(d), a.string(), b.string(),
+                                                           d.string(), slurp(c), c.string());
+  DotSamples s{.format_a = t.format, .format_b = t.format, .m = m.samples(), .n = m.samples(), .k = m.k, .d = m.d,
+               .diagonal = true};
+  for (std::uint32_t u : m.a) s.a.push_back(float_of(u));
+  for (std::uint32_t u : m.b) s.bt.push_back(float_of(u));
+  for (std::uint32_t u : m.c) s.c.push_back(float_of(u));
+  ASSERT_EQ(s.count(), 400u);
+  const FitReport r = fit(s, {.nearest = 1, .separation_tries = 0});
+  ASSERT_EQ(r.consistent.size(), t.class_size);
+  EXPECT_EQ(r.consistent[0], (Candidate{*parse_model(t.model), CRole::kAccumulator}));
+  const std::vector<PublishedModel> named = published_as(r.consistent[0], t.format, t.format);
+  EXPECT_TRUE(std::any_of(named.begin(), named.end(),
+                          [&](const PublishedModel& p) { return std::string(p.devices).find(dev) != std::string::npos; }));
+  // the rest of the class differs only in a step size the set's K cannot show (n >= K)
+  for (const Candidate& other : r.consistent) {
+    AccumulationModel same = other.model;
+    same.block = r.consistent[0].model.block;
+    EXPECT_EQ(same, r.consistent[0].model) << candidate_name(other);
+    EXPECT_EQ(other.c_role, CRole::kAccumulator);
+    EXPECT_GE(other.model.block, std::min(r.consistent[0].model.block, static_cast<int>(s.k))) << candidate_name(other);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sets, FitPublishedData,
+    ::testing::Values(RealSet{"V100", "fp16", FormatId::kF16, "fused:4:23:rtz", 5},
+                      RealSet{"A100", "bf16", FormatId::kBF16, "fused:8:align24:result23:rtz", 4},
+                      RealSet{"Ada", "E4M3", FormatId::kE4M3FN, "fused:16:13:rtz", 1},
+                      RealSet{"H100", "fp16", FormatId::kF16, "fused:16:align25:result23:rtz", 3},
+                      RealSet{"B200", "bf16", FormatId::kBF16, "fused:16:align25:result23:rtz", 3}),
+    [](const auto& info) { return std::string(info.param.device) + "_" + info.param.tag; });
 
 }  // namespace
 }  // namespace fp8q
