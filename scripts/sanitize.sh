@@ -29,7 +29,7 @@ main() {
       sweeps+=":*EveryPatternUnderEveryScale*:*EveryProbe*:*WithPowerOfTwoScales*:NarrowLanes16.Every*:*EveryDiscardedHalf*:*EveryDiscardedPattern*"
       default_tests="fp8q_numerics_tests:$sweeps fp8q_numerics_exhaustive fp8q_quant_tests fp8q_calib_tests \
 fp8q_accumulation_tests fp8q_kernels_tests fp8q_kernels_models_tests fp8q_kernels_accumulator_tests \
-fp8q_kernels_bf16_tests fp8q_kernels_lanes16_tests fp8q_trainium_tests fp8q_fit_tests fp8q_checkpoint_tests \
+fp8q_kernels_bf16_tests fp8q_kernels_lanes16_tests fp8q_trainium_tests fp8q_fit_tests:-Published/FitPublished.* fp8q_checkpoint_tests \
 fp8q_checkpoint_mutation_tests fp8q_checkpoint_mma_text_tests fp8q_checkpoint_pipeline_tests \
 fp8q_checkpoint_index_mutation_tests fp8q_checkpoint_internal_tests fp8q_testing_tests"
       export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"

@@ -29,31 +29,18 @@
 //   C, D (16 x 8, f32): c0..c3; element i: row g + 8 * (i / 2), column 2 t + (i % 2).
 #include <cuda_runtime.h>
 
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
-#include <map>
-#include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "raw_io.cuh"
+
 namespace {
 
-enum Fmt : int { kE4M3 = 0, kE5M2 = 1 };
-
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "mma_fp8: %s\n", what.c_str());
-  std::exit(2);
-}
-
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
-}
+using namespace fp8q_device;
 
 // ---------------------------------------------------------------------------------------------
 // Device side.
@@ -114,95 +101,6 @@ __global__ void mma_kernel(const uint8_t* __restrict__ a, const uint8_t* __restr
   for (int i = 0; i < 4; ++i) d[rows[i] * np + cols[i]] = promote ? acc[i] : part[i];
 }
 
-// ---------------------------------------------------------------------------------------------
-// Host side.
-
-struct Inputs {
-  int m = 0, n = 0, k = 0;
-  Fmt fa = kE4M3, fb = kE4M3;
-  bool has_c = false;
-  std::vector<uint8_t> a, b;  // a: M x K, b: K x N, as in the files
-  std::vector<float> c;       // M x N, when has_c
-};
-
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) die("cannot open " + path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-Fmt parse_fmt(const std::string& s, const std::string& key) {
-  if (s == "e4m3fn") return kE4M3;
-  if (s == "e5m2") return kE5M2;
-  die("meta.txt: " + key + " '" + s + "': the FP8 mma takes e4m3fn or e5m2");
-}
-
-Inputs read_inputs(const std::string& dir) {
-  std::map<std::string, std::string> kv;
-  {
-    const std::vector<char> text = read_file(dir + "/meta.txt");
-    std::istringstream lines(std::string(text.begin(), text.end()));
-    std::string key, value;
-    while (lines >> key >> value) kv[key] = value;
-  }
-  auto need = [&](const std::string& key) {
-    const auto it = kv.find(key);
-    if (it == kv.end()) die(dir + "/meta.txt: no '" + key + "'");
-    return it->second;
-  };
-  auto dim = [&](const std::string& key) {
-    const std::string v = need(key);
-    char* end = nullptr;
-    const long x = std::strtol(v.c_str(), &end, 10);
-    if (*end != '\0' || x < 1 || x > (1 << 20)) die(dir + "/meta.txt: " + key + " '" + v + "' is not a size");
-    return int(x);
-  };
-  Inputs in;
-  in.m = dim("m"), in.n = dim("n"), in.k = dim("k");
-  in.fa = parse_fmt(need("format_a"), "format_a"), in.fb = parse_fmt(need("format_b"), "format_b");
-  in.has_c = need("c") == "1";
-  auto bytes = [&](const std::string& name, size_t expected) {
-    const std::vector<char> v = read_file(dir + "/" + name);
-    if (v.size() != expected)
-      die(dir + "/" + name + ": " + std::to_string(v.size()) + " bytes, expected " + std::to_string(expected));
-    return v;
-  };
-  const std::vector<char> a = bytes("a.bin", size_t(in.m) * in.k), b = bytes("b.bin", size_t(in.k) * in.n);
-  in.a.assign(a.begin(), a.end()), in.b.assign(b.begin(), b.end());
-  if (in.has_c) {
-    const std::vector<char> c = bytes("c.bin", size_t(in.m) * in.n * 4);
-    in.c.resize(size_t(in.m) * in.n);
-    std::memcpy(in.c.data(), c.data(), c.size());  // little-endian host, as the file
-  }
-  return in;
-}
-
-// The value of an FP8 code (OCP FP8: e4m3fn has no Inf, S.1111.111 is NaN; e5m2 is IEEE-like).
-float decode(uint8_t code, Fmt f) {
-  const int sign = code >> 7;
-  const int ebits = f == kE4M3 ? 4 : 5, mbits = 7 - ebits, bias = f == kE4M3 ? 7 : 15;
-  const int e = (code >> mbits) & ((1 << ebits) - 1), mant = code & ((1 << mbits) - 1);
-  float v;
-  if (f == kE4M3 && e == 15 && mant == 7) v = NAN;
-  else if (f == kE5M2 && e == 31) v = mant ? NAN : INFINITY;
-  else if (e == 0) v = std::ldexp(float(mant), 1 - bias - mbits);           // subnormal: m 2^(emin - mbits)
-  else v = std::ldexp(float(mant + (1 << mbits)), e - bias - mbits);        // (1 + m / 2^mbits) 2^(e - bias)
-  return sign ? -v : v;
-}
-
-// --dry: fp32_sequential on the host, fp32 adds in k order from C (the products are exact).
-std::vector<float> host_dot(const Inputs& in) {
-  std::vector<float> d(size_t(in.m) * in.n);
-  for (int i = 0; i < in.m; ++i)
-    for (int j = 0; j < in.n; ++j) {
-      volatile float acc = in.has_c ? in.c[size_t(i) * in.n + j] : 0.0f;  // volatile: no reassociation
-      for (int k = 0; k < in.k; ++k)
-        acc = acc + decode(in.a[size_t(i) * in.k + k], in.fa) * decode(in.b[size_t(k) * in.n + j], in.fb);
-      d[size_t(i) * in.n + j] = acc;
-    }
-  return d;
-}
-
 template <int FA, int FB>
 void launch(dim3 grid, const uint8_t* a, const uint8_t* bt, const float* c, float* d, int np, int k, int promote) {
   mma_kernel<FA, FB><<<grid, 32>>>(a, bt, c, d, np, k, promote);
@@ -255,6 +153,7 @@ std::vector<float> device_dot(const Inputs& in, int promote) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_tool = "mma_fp8";
   std::string dir, out, mode = "chain";
   int promote = 0;
   bool dry = false;
@@ -285,9 +184,7 @@ int main(int argc, char** argv) {
   if (mode == "single" && in.k != 32) die("--mode single: one instruction, K must be 32, not " + std::to_string(in.k));
   if (dry && promote) die("--dry computes fp32_sequential; --promote is for the device");
   const std::vector<float> d = dry ? host_dot(in) : device_dot(in, promote);
-  std::ofstream o(out, std::ios::binary);
-  o.write(reinterpret_cast<const char*>(d.data()), std::streamsize(d.size() * 4));
-  if (!o) die("cannot write " + out);
+  write_d(out, d);
   std::fprintf(stderr, "mma_fp8: %s: %d x %d of K = %d (%s x %s%s), %s%s -> %s\n", dir.c_str(), in.m, in.n, in.k,
                in.fa == kE4M3 ? "e4m3" : "e5m2", in.fb == kE4M3 ? "e4m3" : "e5m2", in.has_c ? ", C" : "",
                dry ? "host fp32_sequential (--dry)" : ("mma.sync " + mode).c_str(),

@@ -6,11 +6,13 @@
 # all (default) = vectors, device, fit in one go, on a machine with an sm_89+ GPU, nvcc, python3
 # with torch, and a working build/fp8q. The phases alone:
 #   vectors        fp8q vectors -> $WORK/vectors/*.safetensors (+ raw copies)           ~2 s
-#   device         nvcc mma_fp8.cu (~10 s); mma.sync on every vector set and
-#                  torch._scaled_mm on those it takes (~10 s, most of it torch's start) ~25 s
-#   fit            fp8q fit on every D (20 fits, 8 at a time; one takes 7 to 25 s alone,
+#   device         nvcc mma_fp8.cu and wgmma_fp8.cu (~20 s); mma.sync on every vector set,
+#                  on sm_90a wgmma's layout probe (exact results or the phase stops) and
+#                  wgmma on every set, torch._scaled_mm on those it takes (~10 s, most of
+#                  it torch's start)                                                ~40 s
+#   fit            fp8q fit on every D (30 fits, 8 at a time; one takes 7 to 25 s alone,
 #                  up to 60 s sharing 2 cores) and fp8q compare against fp8q's Hopper
-#                  emulation                                                        ~1 to 2 min
+#                  emulation                                                        ~2 to 3 min
 #   prepare-carry  (on the build machine, before the device session) copies the shared
 #                  libraries build/fp8q needs beyond libc/libstdc++ into build/device-carry,
 #                  to take to the device machine along with build/fp8q
@@ -96,11 +98,12 @@ phase_vectors() {
 }
 
 # The D files of the device phase: "vector-set kernel" pairs, kernel one of mma, mma-promote128,
-# scaled_mm-accum, scaled_mm-fast.
+# wgmma (sm_90a only), scaled_mm-accum, scaled_mm-fast.
 runs() {
   for v in "${VECTORS[@]}"; do
     read -r name fa fb k c <<<"$v"
     echo "$name mma"
+    echo "$name wgmma"
     case "$name" in e4m3-k256|e4m3-k256-c) echo "$name mma-promote128" ;; esac
     if [ "$c" = no ] && ! { [ "$fa" = e5m2 ] && [ "$fb" = e5m2 ]; }; then
       echo "$name scaled_mm-accum"; echo "$name scaled_mm-fast"
@@ -121,12 +124,21 @@ phase_device() {
   say "device: nvcc -arch=$arch mma_fp8.cu ($(nvcc --version | grep -o 'release [0-9.]*'))"
   nvcc -arch="$arch" -O2 -o "$WORK/bin/mma_fp8" "$HERE/mma_fp8.cu"
   local dry_flag=(); [ "$DRY" = 1 ] && dry_flag=(--dry)
+  local wgmma=0
+  if [ "$arch" = sm_90a ]; then  # wgmma exists on Hopper only
+    say "device: nvcc -arch=sm_90a wgmma_fp8.cu; its layout probe first"
+    nvcc -arch=sm_90a -O2 -o "$WORK/bin/wgmma_fp8" "$HERE/wgmma_fp8.cu"
+    "$WORK/bin/wgmma_fp8" --probe "${dry_flag[@]}" || die "wgmma layout probe: D is not exact (descriptor or fragment layout)"
+    wgmma=1
+  fi
   local sm_args=()
   while read -r name kernel; do
     local raw="$WORK/raw/$name" k; k=$(awk '$1 == "k" {print $2}' "$raw/meta.txt")
     local mode=chain; [ "$k" = 32 ] && mode=single
     case "$kernel" in
       mma)            "$WORK/bin/mma_fp8" "$raw" --mode $mode "${dry_flag[@]}" --out "$raw/d-mma.bin" ;;
+      wgmma)          if [ "$wgmma" != 1 ]; then say "skip $name $kernel ($arch has no wgmma)"; continue; fi
+                      "$WORK/bin/wgmma_fp8" "$raw" "${dry_flag[@]}" --out "$raw/d-wgmma.bin" ;;
       mma-promote128) if [ "$DRY" = 1 ]; then say "skip $name $kernel (DRY: the host loop has no promotion)"; continue; fi
                       "$WORK/bin/mma_fp8" "$raw" --mode chain --promote 128 --out "$raw/d-$kernel.bin" ;;
       scaled_mm-accum) sm_args+=("$WORK/vectors/$name.safetensors" "$WORK/d/$name-scaled_mm"); continue ;;
