@@ -115,39 +115,12 @@ std::vector<float> device_dot(const Inputs& in, int promote) {
     die(std::string(prop.name) + " is sm_" + std::to_string(prop.major * 10 + prop.minor) +
         ": FP8 mma.sync needs sm_89 or later");
   std::fprintf(stderr, "mma_fp8: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
-  const int mp = (in.m + 15) / 16 * 16, np = (in.n + 7) / 8 * 8, k = in.k;
-  // Padded operands: +0 codes (0x00 in both formats) outside M x N; only M x N is read back.
-  std::vector<uint8_t> a(size_t(mp) * k, 0), bt(size_t(np) * k, 0);
-  std::memcpy(a.data(), in.a.data(), in.a.size());
-  for (int kk = 0; kk < k; ++kk)
-    for (int j = 0; j < in.n; ++j) bt[size_t(j) * k + kk] = in.b[size_t(kk) * in.n + j];
-  std::vector<float> c(size_t(mp) * np, 0.0f);
-  for (int i = 0; i < in.m; ++i)
-    for (int j = 0; j < in.n; ++j) c[size_t(i) * np + j] = in.has_c ? in.c[size_t(i) * in.n + j] : 0.0f;
-  uint8_t *da = nullptr, *db = nullptr;
-  float *dc = nullptr, *dd = nullptr;
-  cuda_check(cudaMalloc(&da, a.size()), "cudaMalloc a");
-  cuda_check(cudaMalloc(&db, bt.size()), "cudaMalloc b");
-  cuda_check(cudaMalloc(&dc, c.size() * 4), "cudaMalloc c");
-  cuda_check(cudaMalloc(&dd, c.size() * 4), "cudaMalloc d");
-  cuda_check(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "copy a");
-  cuda_check(cudaMemcpy(db, bt.data(), bt.size(), cudaMemcpyHostToDevice), "copy b");
-  cuda_check(cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice), "copy c");
-  cuda_check(cudaMemset(dd, 0xFF, c.size() * 4), "memset d");  // NaN pattern: an unwritten element shows
-  const dim3 grid(np / 8, mp / 16);
-  if (in.fa == kE4M3 && in.fb == kE4M3) launch<kE4M3, kE4M3>(grid, da, db, dc, dd, np, k, promote);
-  else if (in.fa == kE4M3) launch<kE4M3, kE5M2>(grid, da, db, dc, dd, np, k, promote);
-  else if (in.fb == kE4M3) launch<kE5M2, kE4M3>(grid, da, db, dc, dd, np, k, promote);
-  else launch<kE5M2, kE5M2>(grid, da, db, dc, dd, np, k, promote);
-  cuda_check(cudaGetLastError(), "launch");
-  cuda_check(cudaDeviceSynchronize(), "kernel");
-  std::vector<float> dp(c.size());
-  cuda_check(cudaMemcpy(dp.data(), dd, dp.size() * 4, cudaMemcpyDeviceToHost), "copy d");
-  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
-  std::vector<float> d(size_t(in.m) * in.n);
-  for (int i = 0; i < in.m; ++i)
-    for (int j = 0; j < in.n; ++j) d[size_t(i) * in.n + j] = dp[size_t(i) * np + j];
-  return d;
+  return run_padded(in, 16, 8, [&](dim3 grid, const uint8_t* a, const uint8_t* bt, const float* c, float* d, int np, int k) {
+    if (in.fa == kE4M3 && in.fb == kE4M3) launch<kE4M3, kE4M3>(grid, a, bt, c, d, np, k, promote);
+    else if (in.fa == kE4M3) launch<kE4M3, kE5M2>(grid, a, bt, c, d, np, k, promote);
+    else if (in.fb == kE4M3) launch<kE5M2, kE4M3>(grid, a, bt, c, d, np, k, promote);
+    else launch<kE5M2, kE5M2>(grid, a, bt, c, d, np, k, promote);
+  });
 }
 
 }  // namespace

@@ -118,6 +118,41 @@ inline std::vector<float> host_dot(const Inputs& in) {
   return d;
 }
 
+// The device's D for `in`: A, B's columns and C padded to whole tiles (tile_m x tile_n) with +0
+// codes and +0, copied to the device; launch(grid, a, bt, c, d, np, k) runs the kernel on the
+// padded buffers (a: Mp x K, bt: Np x K, c and d: Mp x Np); only M x N is read back.
+template <class Launch>
+std::vector<float> run_padded(const Inputs& in, int tile_m, int tile_n, const Launch& launch) {
+  const int mp = (in.m + tile_m - 1) / tile_m * tile_m, np = (in.n + tile_n - 1) / tile_n * tile_n, k = in.k;
+  std::vector<uint8_t> a(size_t(mp) * k, 0), bt(size_t(np) * k, 0);  // 0x00: +0 in both formats
+  std::memcpy(a.data(), in.a.data(), in.a.size());
+  for (int kk = 0; kk < k; ++kk)
+    for (int j = 0; j < in.n; ++j) bt[size_t(j) * k + kk] = in.b[size_t(kk) * in.n + j];
+  std::vector<float> c(size_t(mp) * np, 0.0f);
+  for (int i = 0; i < in.m; ++i)
+    for (int j = 0; j < in.n; ++j) c[size_t(i) * np + j] = in.has_c ? in.c[size_t(i) * in.n + j] : 0.0f;
+  uint8_t *da = nullptr, *db = nullptr;
+  float *dc = nullptr, *dd = nullptr;
+  cuda_check(cudaMalloc(&da, a.size()), "cudaMalloc a");
+  cuda_check(cudaMalloc(&db, bt.size()), "cudaMalloc b");
+  cuda_check(cudaMalloc(&dc, c.size() * 4), "cudaMalloc c");
+  cuda_check(cudaMalloc(&dd, c.size() * 4), "cudaMalloc d");
+  cuda_check(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "copy a");
+  cuda_check(cudaMemcpy(db, bt.data(), bt.size(), cudaMemcpyHostToDevice), "copy b");
+  cuda_check(cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice), "copy c");
+  cuda_check(cudaMemset(dd, 0xFF, c.size() * 4), "memset d");  // NaN pattern: an unwritten element shows
+  launch(dim3(np / tile_n, mp / tile_m), da, db, dc, dd, np, k);
+  cuda_check(cudaGetLastError(), "launch");
+  cuda_check(cudaDeviceSynchronize(), "kernel");
+  std::vector<float> dp(c.size());
+  cuda_check(cudaMemcpy(dp.data(), dd, dp.size() * 4, cudaMemcpyDeviceToHost), "copy d");
+  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
+  std::vector<float> d(size_t(in.m) * in.n);
+  for (int i = 0; i < in.m; ++i)
+    for (int j = 0; j < in.n; ++j) d[size_t(i) * in.n + j] = dp[size_t(i) * np + j];
+  return d;
+}
+
 // D (M x N fp32) to `path`.
 inline void write_d(const std::string& path, const std::vector<float>& d) {
   std::ofstream o(path, std::ios::binary);

@@ -120,38 +120,13 @@ std::vector<float> device_dot(const Inputs& in) {
   if (prop.major != 9)
     die(std::string(prop.name) + " is sm_" + std::to_string(prop.major * 10 + prop.minor) + ": wgmma needs sm_90a (Hopper)");
   std::fprintf(stderr, "wgmma_fp8: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
-  const int mp = (in.m + kTileM - 1) / kTileM * kTileM, np = (in.n + kTileN - 1) / kTileN * kTileN, k = in.k;
-  std::vector<uint8_t> a(size_t(mp) * k, 0), bt(size_t(np) * k, 0);
-  std::memcpy(a.data(), in.a.data(), in.a.size());
-  for (int kk = 0; kk < k; ++kk)
-    for (int j = 0; j < in.n; ++j) bt[size_t(j) * k + kk] = in.b[size_t(kk) * in.n + j];
-  std::vector<float> c(size_t(mp) * np, 0.0f);
-  for (int i = 0; i < in.m; ++i)
-    for (int j = 0; j < in.n; ++j) c[size_t(i) * np + j] = in.has_c ? in.c[size_t(i) * in.n + j] : 0.0f;
-  uint8_t *da = nullptr, *db = nullptr;
-  float *dc = nullptr, *dd = nullptr;
-  cuda_check(cudaMalloc(&da, a.size()), "cudaMalloc a");
-  cuda_check(cudaMalloc(&db, bt.size()), "cudaMalloc b");
-  cuda_check(cudaMalloc(&dc, c.size() * 4), "cudaMalloc c");
-  cuda_check(cudaMalloc(&dd, c.size() * 4), "cudaMalloc d");
-  cuda_check(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "copy a");
-  cuda_check(cudaMemcpy(db, bt.data(), bt.size(), cudaMemcpyHostToDevice), "copy b");
-  cuda_check(cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice), "copy c");
-  cuda_check(cudaMemset(dd, 0xFF, c.size() * 4), "memset d");  // NaN pattern: an unwritten element shows
-  const dim3 grid(np / kTileN, mp / kTileM);
-  if (in.fa == kE4M3 && in.fb == kE4M3) launch<kE4M3, kE4M3>(grid, da, db, dc, dd, np, k);
-  else if (in.fa == kE4M3) launch<kE4M3, kE5M2>(grid, da, db, dc, dd, np, k);
-  else if (in.fb == kE4M3) launch<kE5M2, kE4M3>(grid, da, db, dc, dd, np, k);
-  else launch<kE5M2, kE5M2>(grid, da, db, dc, dd, np, k);
-  cuda_check(cudaGetLastError(), "launch");
-  cuda_check(cudaDeviceSynchronize(), "kernel");
-  std::vector<float> dp(c.size());
-  cuda_check(cudaMemcpy(dp.data(), dd, dp.size() * 4, cudaMemcpyDeviceToHost), "copy d");
-  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dd);
-  std::vector<float> d(size_t(in.m) * in.n);
-  for (int i = 0; i < in.m; ++i)
-    for (int j = 0; j < in.n; ++j) d[size_t(i) * in.n + j] = dp[size_t(i) * np + j];
-  return d;
+  return run_padded(in, kTileM, kTileN, [&](dim3 grid, const uint8_t* a, const uint8_t* bt, const float* c, float* d,
+                                            int np, int k) {
+    if (in.fa == kE4M3 && in.fb == kE4M3) launch<kE4M3, kE4M3>(grid, a, bt, c, d, np, k);
+    else if (in.fa == kE4M3) launch<kE4M3, kE5M2>(grid, a, bt, c, d, np, k);
+    else if (in.fb == kE4M3) launch<kE5M2, kE4M3>(grid, a, bt, c, d, np, k);
+    else launch<kE5M2, kE5M2>(grid, a, bt, c, d, np, k);
+  });
 }
 
 // The e4m3fn code of a small integer v (|v| <= 7): 1.xxx 2^e exactly.
