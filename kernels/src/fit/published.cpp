@@ -3,7 +3,6 @@
 // whose models (github.com/north-numerical-computing/MATLAB-tensor-core, models/*TC.m) have
 // fma = n products per step, neab extra alignment bits: A = 23 + neab and R = 23 for neab >= 0,
 // A = R = 23 + neab for neab < 0; rz or rne; C inside the first step's alignment.
-#include <algorithm>
 #include <array>
 
 #include "fp8q/kernels/fit.hpp"
