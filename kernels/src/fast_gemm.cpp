@@ -56,14 +56,20 @@ struct Fp32Panels {
   static std::size_t depth(std::size_t kc) { return kc; }
   static void pack_b(Word* bp, const std::array<float, 256>& tb, const GemmArgs& g, std::size_t kc0, std::size_t kc,
                      std::size_t n0, std::size_t n_end) {
-    for (std::size_t k = 0; k < kc; ++k)
-      for (std::size_t j = 0; j < nr; ++j)
-        bp[k * nr + j] = n0 + j < n_end ? tb[g.b.codes[(kc0 + k) * g.n + n0 + j]] : 0.0f;
+    const std::size_t width = std::min(nr, n_end - n0);  // columns past n_end are 0
+    for (std::size_t k = 0; k < kc; ++k) {
+      const std::uint8_t* row = g.b.codes.data() + (kc0 + k) * g.n + n0;
+      for (std::size_t j = 0; j < width; ++j) bp[k * nr + j] = tb[row[j]];
+      std::fill(bp + k * nr + width, bp + (k + 1) * nr, 0.0f);
+    }
   }
+  // row by row: each row's codes are read in address order (A is M x K row-major)
   static void pack_a(Word* ap, const std::array<float, 256>& ta, const GemmArgs& g, std::size_t kc0, std::size_t kc,
                      std::size_t m0, std::size_t m_end) {
-    for (std::size_t k = 0; k < kc; ++k)
-      for (std::size_t i = 0; i < mr; ++i) ap[k * mr + i] = m0 + i < m_end ? ta[g.a.codes[(m0 + i) * g.k + kc0 + k]] : 0.0f;
+    for (std::size_t i = 0; i < mr; ++i) {
+      const std::uint8_t* row = m0 + i < m_end ? g.a.codes.data() + (m0 + i) * g.k + kc0 : nullptr;
+      for (std::size_t k = 0; k < kc; ++k) ap[k * mr + i] = row != nullptr ? ta[row[k]] : 0.0f;
+    }
   }
   void run(std::size_t kc, const Word* ap, const Word* bp, const float* init, std::size_t ldi, float* out,
            std::size_t ldo) const {
@@ -80,24 +86,26 @@ struct Bf16PairPanels {
   static std::size_t depth(std::size_t kc) { return (kc + 1) / 2; }
   static void pack_b(Word* bp, const std::array<float, 256>& tb, const GemmArgs& g, std::size_t kc0, std::size_t kc,
                      std::size_t n0, std::size_t n_end) {
-    for (std::size_t q = 0; 2 * q < kc; ++q)
-      for (std::size_t j = 0; j < nr; ++j) {
-        const std::size_t n = n0 + j, k = kc0 + 2 * q;
-        bp[q * nr + j] =
-            n < n_end ? detail::bf16_pair(tb[g.b.codes[k * g.n + n]], 2 * q + 1 < kc ? tb[g.b.codes[(k + 1) * g.n + n]]
-                                                                                     : detail::kPadB)
-                      : 0u;
-      }
+    const std::size_t width = std::min(nr, n_end - n0);  // columns past n_end are 0
+    for (std::size_t q = 0; 2 * q < kc; ++q) {
+      const std::uint8_t* first = g.b.codes.data() + (kc0 + 2 * q) * g.n + n0;
+      const std::uint8_t* second = 2 * q + 1 < kc ? first + g.n : nullptr;
+      Word* out = bp + q * nr;
+      if (second != nullptr)
+        for (std::size_t j = 0; j < width; ++j) out[j] = detail::bf16_pair(tb[first[j]], tb[second[j]]);
+      else
+        for (std::size_t j = 0; j < width; ++j) out[j] = detail::bf16_pair(tb[first[j]], detail::kPadB);
+      std::fill(out + width, out + nr, 0u);
+    }
   }
   static void pack_a(Word* ap, const std::array<float, 256>& ta, const GemmArgs& g, std::size_t kc0, std::size_t kc,
                      std::size_t m0, std::size_t m_end) {
-    for (std::size_t q = 0; 2 * q < kc; ++q)
-      for (std::size_t i = 0; i < mr; ++i) {
-        const std::size_t m = m0 + i, k = kc0 + 2 * q;
-        ap[q * mr + i] = m < m_end ? detail::bf16_pair(ta[g.a.codes[m * g.k + k]],
-                                                       2 * q + 1 < kc ? ta[g.a.codes[m * g.k + k + 1]] : detail::kPadA)
-                                   : 0u;
-      }
+    for (std::size_t i = 0; i < mr; ++i) {  // row by row, as Fp32Panels
+      const std::uint8_t* row = m0 + i < m_end ? g.a.codes.data() + (m0 + i) * g.k + kc0 : nullptr;
+      for (std::size_t q = 0; 2 * q < kc; ++q)
+        ap[q * mr + i] =
+            row != nullptr ? detail::bf16_pair(ta[row[2 * q]], 2 * q + 1 < kc ? ta[row[2 * q + 1]] : detail::kPadA) : 0u;
+    }
   }
   void run(std::size_t kc, const Word* ap, const Word* bp, const float* init, std::size_t ldi, float* out,
            std::size_t ldo) const {
