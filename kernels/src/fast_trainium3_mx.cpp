@@ -117,11 +117,14 @@ void decode_b(const GemmArgs& g, const GemmOptions& o, std::size_t k0, std::size
     if (k >= K) continue;
     const std::uint8_t* codes = g.b.codes.data() + k * N;
     const std::uint8_t* scales = mx ? g.b.scale_codes.data() + (k / kGroup) * N : nullptr;
-    for (std::size_t n = 0; n < N; ++n) {
-      double x = value[codes[n]];
-      if (mx) x *= pow2[scales[n]];
-      b[((n / cols) * kTrn3Slots + i) * cols + n % cols] = x;
-      range[n / cols].add(x);
+    for (std::size_t p = 0, n0 = 0; n0 < N; ++p, n0 += cols) {  // panel p: columns n0 .. n0 + cols
+      double* dst = b + (p * kTrn3Slots + i) * cols - n0;
+      for (std::size_t n = n0; n < std::min(N, n0 + cols); ++n) {
+        double x = value[codes[n]];
+        if (mx) x *= pow2[scales[n]];
+        dst[n] = x;
+        range[p].add(x);
+      }
     }
   }
 }
