@@ -130,6 +130,13 @@ std::size_t segment_length(const GemmArgs& g, const GemmOptions& o) {
   return std::max<std::size_t>(g.k, 1);
 }
 
+// Whether fast_rows parks partial sums in a rows x N buffer: a systolic tile longer than one K
+// chunk (fp32_sequential sums in the result itself).
+bool parks(const GemmArgs& g, const GemmOptions& o) {
+  const bool one_sum = !detail::block_scaled(g) && o.model.kind == AccumKind::kFp32Sequential;
+  return !one_sum && segment_length(g, o) > kKc;
+}
+
 // Rows [m0, m1) of the fp32 result into out[(m - m0) * N + n]; P: Fp32Panels<nr> or Bf16PairPanels.
 // fp32_sequential on plain scaling sums in out itself; a segment that fits one K chunk (systolic
 // T <= kKc, 128-K blocks) is summed in a register tile and folded into out at once; only a longer
@@ -142,7 +149,7 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
   const std::size_t rows = m1 - m0, N = g.n, K = g.k, seg = segment_length(g, o);
   const bool one_sum = !detail::block_scaled(g) && o.model.kind == AccumKind::kFp32Sequential;
   const bool seeded = one_sum && detail::c_accumulates(g);
-  const bool parked = !one_sum && seg > kKc;
+  const bool parked = parks(g, o);
   std::vector<float> partial(parked ? rows * N : 0);
   std::vector<typename P::Word> ap(kMc * P::depth(kKc)), bp(kNc * P::depth(kKc));
   // out starts at C0 (C as the accumulator input, else +0): systolic tiles and block-scaled
@@ -231,7 +238,9 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const detail::SeqMicro& 
 
 // A thread hands its rows to a path in slabs of at most kSlabRows, so that the paths' working
 // buffers (partial sums, carries) and a bf16 result's fp32 rows take O(kSlabRows x N) memory, not
-// O(M x N); rows are independent, so the slabs do not change a bit.
+// O(M x N); rows are independent, so the slabs do not change a bit. The fast path with an fp32
+// result and no parked sums keeps no such buffer: it takes all of a thread's rows at once, so
+// that each B block is packed once.
 constexpr std::size_t kSlabRows = 8 * kMc;
 
 // The options' micro-kernel: the one forced by name, else this CPU's choice at the options' ISA.
@@ -257,8 +266,9 @@ void run(const GemmArgs& g, const GemmOptions& o, float* out32, std::uint16_t* o
       [&](std::size_t pb, std::size_t pe) {
         const std::size_t m0 = pb * kMr, m1 = std::min(g.m, pe * kMr);
         std::vector<float> rows32(out16 != nullptr ? std::min(kSlabRows, m1 - std::min(m0, m1)) * g.n : 0);
-        for (std::size_t s0 = m0; s0 < m1; s0 += kSlabRows) {
-          const std::size_t s1 = std::min(m1, s0 + kSlabRows);
+        const std::size_t slab = fast && out16 == nullptr && !parks(g, o) ? std::max<std::size_t>(1, m1 - m0) : kSlabRows;
+        for (std::size_t s0 = m0; s0 < m1; s0 += slab) {
+          const std::size_t s1 = std::min(m1, s0 + slab);
           float* out = out16 != nullptr ? rows32.data() : out32 + s0 * g.n;
           if (fast) fast_rows(g, o, kernel, s0, s1, out);
           else if (other.rows != nullptr) other.rows(g, o, s0, s1, out);
