@@ -130,12 +130,13 @@ std::size_t segment_length(const GemmArgs& g, const GemmOptions& o) {
   return std::max<std::size_t>(g.k, 1);
 }
 
-// Whether fast_rows parks partial sums in a rows x N buffer: a systolic tile longer than one K
-// chunk (fp32_sequential sums in the result itself).
-bool parks(const GemmArgs& g, const GemmOptions& o) {
-  const bool one_sum = !detail::block_scaled(g) && o.model.kind == AccumKind::kFp32Sequential;
-  return !one_sum && segment_length(g, o) > kKc;
+// fp32_sequential on plain scaling: one sum over all of K, kept in the result itself.
+bool one_sum(const GemmArgs& g, const GemmOptions& o) {
+  return !detail::block_scaled(g) && o.model.kind == AccumKind::kFp32Sequential;
 }
+
+// Whether fast_rows parks partial sums in a rows x N buffer: a systolic tile longer than one K chunk.
+bool parks(const GemmArgs& g, const GemmOptions& o) { return !one_sum(g, o) && segment_length(g, o) > kKc; }
 
 // Rows [m0, m1) of the fp32 result into out[(m - m0) * N + n]; P: Fp32Panels<nr> or Bf16PairPanels.
 // fp32_sequential on plain scaling sums in out itself; a segment that fits one K chunk (systolic
@@ -147,8 +148,8 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
   ScopedDefaultFpEnv env;
   const auto ta = detail::decode_table(g.a.format), tb = detail::decode_table(g.b.format);
   const std::size_t rows = m1 - m0, N = g.n, K = g.k, seg = segment_length(g, o);
-  const bool one_sum = !detail::block_scaled(g) && o.model.kind == AccumKind::kFp32Sequential;
-  const bool seeded = one_sum && detail::c_accumulates(g);
+  const bool single = one_sum(g, o);
+  const bool seeded = single && detail::c_accumulates(g);
   const bool parked = parks(g, o);
   std::vector<float> partial(parked ? rows * N : 0);
   std::vector<typename P::Word> ap(kMc * P::depth(kKc)), bp(kNc * P::depth(kKc));
@@ -203,7 +204,7 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
                   for (std::size_t i = 0; i < mr; ++i) std::copy_n(&tile[i * kNr], nr, dst + i * ldd);
               };
               float* o_tile = &out[r0 * N + c0];
-              if (one_sum) {
+              if (single) {
                 compute(!first || seeded ? o_tile : nullptr, o_tile, N);
               } else if (!parked) {  // the segment is this one chunk
                 compute(nullptr, tile, kNr);
