@@ -13,6 +13,7 @@
 
 #include "fp8q/checkpoint/layout.hpp"
 #include "fp8q/checkpoint/pipeline.hpp"
+#include "fp8q/numerics/isa.hpp"
 
 namespace fp8q::checkpoint::reencode {
 
@@ -26,7 +27,8 @@ std::vector<float> round_to_odd_f32(const std::vector<double>& values, std::uint
 
 // A view's exact values as fp32 by round-to-odd (round_to_odd_f32 without the fp64 copy), rows
 // over `threads`; `rounded` counts the values fp32 cannot hold.
-std::vector<float> fp32_values(const DequantView& v, int threads, std::uint64_t& rounded);
+std::vector<float> fp32_values(const DequantView& v, int threads, std::uint64_t& rounded,
+                               std::optional<Isa> isa = std::nullopt);
 
 // The weight in the target's structure under the scales the input's values imply: per block
 // the smallest scale of its family that holds the block's largest value (a power of two for MX;
@@ -42,7 +44,8 @@ struct Encoding {
   std::uint64_t changed = 0;  // values that differ from the input's
   double max_change = 0;
 };
-std::optional<Encoding> source_scaled_encoding(const DequantView& source, const DequantView& structure, int threads = 1);
+std::optional<Encoding> source_scaled_encoding(const DequantView& source, const DequantView& structure, int threads = 1,
+                                               std::optional<Isa> isa = std::nullopt);
 
 struct Reencoded {
   QuantizedWeight q;
@@ -66,7 +69,7 @@ struct Dequantized {
   Conversion report;
   std::optional<std::uint64_t> first_nonfinite;
 };
-Dequantized dequantize(const DequantView& source, DType dtype, int threads);
+Dequantized dequantize(const DequantView& source, DType dtype, int threads, std::optional<Isa> isa = std::nullopt);
 
 // Elements of `width` bytes, [experts, rows, cols] -> [experts, cols, rows]: a stack of expert
 // weights [E, N, K] in the [E, K, N] order of gpt-oss's parameters.
