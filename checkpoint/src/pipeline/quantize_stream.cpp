@@ -79,6 +79,10 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
     const int helpers = threads / 2;
     LayoutOptions quantize_options = opt.layout_options;
     quantize_options.threads = threads - helpers;
+    // A quantized input's conversion takes several times its job's time: it runs on every
+    // thread, beside the previous weight's job.
+    LayoutOptions convert_options = opt.layout_options;
+    convert_options.threads = threads;
     struct Pending {
       Item* item = nullptr;
       TensorReport rep;
@@ -152,7 +156,7 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
         try {
           const DequantView v = reencode::read_source(*source, model, *it.source);
           if (checked.dequantize_to) {
-            reencode::Dequantized d = reencode::dequantize(v, *checked.dequantize_to, quantize_options.threads);
+            reencode::Dequantized d = reencode::dequantize(v, *checked.dequantize_to, convert_options.threads, convert_options.isa);
             if (d.first_nonfinite && !opt.allow_nonfinite)
               throw PipelineError("tensor " + quote(info.name) + ": element " + std::to_string(*d.first_nonfinite) +
                                   " (row " + std::to_string(*d.first_nonfinite / v.cols) + ", column " +
@@ -165,7 +169,7 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
             }
             q.tensors.push_back({it.specs[0], std::move(d.bytes)});
           } else {
-            reencode::Reencoded r = reencode::reencode(v, *layout, it.weight, quantize_options);
+            reencode::Reencoded r = reencode::reencode(v, *layout, it.weight, convert_options);
             rep.conversion = r.report;
             q = std::move(r.q);
             decoded = std::move(r.values);

@@ -40,7 +40,8 @@ struct Runs {
 // A view's exact values, one row at a time: every code's value and every E8M0 scale as doubles.
 class Decoder {
  public:
-  Decoder(const DequantView& v, const RowKernels& k) : v_(v), k_(k), runs_(v) {
+  Decoder(const DequantView& v, const RowKernels& k)
+      : v_(v), k_(k), runs_(v), rule_(minifloat_rule(format_of(v.element))) {
     const Format& f = format_of(v.element);
     for (std::size_t i = 0; i < 256; ++i) code_[i] = f.bits() < 8 && (i >> f.bits()) != 0 ? kNaN : decode_f64(i, f);
     for (int e = 0; e < 256; ++e) pow2_[e] = e == 255 ? kNaN : std::ldexp(1.0, e - 127);
@@ -64,7 +65,8 @@ class Decoder {
   // x[c] = decode(code(r, c)) * s[c] (at most 8 + 48 bits, exact in fp64), s = scales(r).
   void row(std::size_t r, double* s, double* x) const {
     scales(r, s);
-    k_.decode(v_.codes.data() + r * v_.cols, code_.data(), s, v_.cols, x);
+    const std::uint8_t* q = v_.codes.data() + r * v_.cols;
+    if (!rule_ || k_.decode_rule(q, *rule_, s, v_.cols, x) != 0) k_.decode(q, code_.data(), s, v_.cols, x);
   }
   const std::array<double, 256>& codes() const { return code_; }
 
@@ -75,6 +77,7 @@ class Decoder {
   const DequantView& v_;
   const RowKernels& k_;
   Runs runs_;
+  std::optional<MinifloatRule> rule_;  // the codes decoded by their fields, else by the table
   std::array<double, 256> code_{}, pow2_{};
 };
 

@@ -6,14 +6,35 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
+#include "fp8q/numerics/format.hpp"
 #include "fp8q/numerics/isa.hpp"
 
 namespace fp8q::checkpoint::reencode {
 
+// A signed minifloat's codes decoded by their fields: magnitude m = code & magnitude_mask, as
+// fp64 bits (m << (52 - man_bits)) + rebias where m >> man_bits (the exponent) is not 0, else
+// the subnormal m * subnormal_unit; the sign from bit sign_shift. Irregular codes (NaN, Inf,
+// bits above the format's, or a NaN in place of -0) are left to the caller.
+struct MinifloatRule {
+  std::uint32_t sign_shift = 7, magnitude_mask = 0x7F, man_bits = 3;
+  std::uint32_t max_finite = 0x7E;  // the largest regular magnitude
+  std::uint32_t nan_code = 0x100;   // the -0 code where it is NaN, else beyond every code
+  std::uint32_t code_limit = 0x100;
+  std::uint64_t rebias = 0;
+  double subnormal_unit = 0;
+};
+// The rule of an element format, checked against the scalar decoding of every regular code;
+// nullopt for a format it does not describe.
+std::optional<MinifloatRule> minifloat_rule(const Format& f);
+
 struct RowKernels {
   // out[c] = table[q[c]] * scale[c]: a row of exact values (the table holds a code's value).
   void (*decode)(const std::uint8_t* q, const double* table, const double* scale, std::size_t n, double* out);
+  // The same by the rule; returns how many codes are irregular, whose out[c] the caller must set.
+  std::size_t (*decode_rule)(const std::uint8_t* q, const MinifloatRule& rule, const double* scale, std::size_t n,
+                             double* out);
   // out[c] = the fp32 round-to-odd of x[c] where |x[c]| is 0 or in fp32's normal range
   // (`rounded` counts those that fp32 cannot hold); returns how many x[c] are outside (NaN,
   // Inf, beyond fp32's range or below its normals), whose out[c] the caller must set.

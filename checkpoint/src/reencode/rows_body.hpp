@@ -27,6 +27,24 @@ struct RowText {
     for (std::size_t c = 0; c < n; ++c) out[c] = table[q[c]] * scale[c];
   }
 
+  static std::size_t decode_rule(const std::uint8_t* __restrict q, const MinifloatRule& rule,
+                                 const double* __restrict scale, std::size_t n, double* __restrict out) {
+    const MinifloatRule r = rule;
+    const std::uint32_t shift = 52 - r.man_bits;
+    std::size_t irregular = 0;
+    for (std::size_t c = 0; c < n; ++c) {
+      const std::uint32_t code = q[c], mag = code & r.magnitude_mask;
+      const double sub = static_cast<double>(static_cast<std::int32_t>(mag)) * r.subnormal_unit;
+      const std::uint64_t normal = (static_cast<std::uint64_t>(mag) << shift) + r.rebias;
+      const std::uint64_t subnormal = std::uint64_t{0} - static_cast<std::uint64_t>((mag >> r.man_bits) == 0);
+      const std::uint64_t m = (std::bit_cast<std::uint64_t>(sub) & subnormal) | (normal & ~subnormal);  // no branch
+      const std::uint64_t sign = static_cast<std::uint64_t>((code >> r.sign_shift) & 1) << 63;
+      out[c] = std::bit_cast<double>(m | sign) * scale[c];
+      irregular += (mag > r.max_finite) | (code == r.nan_code) | (code >= r.code_limit);
+    }
+    return irregular;
+  }
+
   // In fp32's normal range the fp32 bits are the fp64 exponent rebiased and the top 23
   // fraction bits; the rest of the fraction is the sticky bit (round-to-odd) or the rounding
   // increment (nearest-even).
@@ -119,7 +137,7 @@ struct RowText {
     return bad == 0;
   }
 
-  static constexpr RowKernels kKernels{&decode, &to_odd, &nearest, &quotients, &changes, &differences, &run_maxima};
+  static constexpr RowKernels kKernels{&decode, &decode_rule, &to_odd, &nearest, &quotients, &changes, &differences, &run_maxima};
 };
 
 }  // namespace fp8q::checkpoint::reencode
