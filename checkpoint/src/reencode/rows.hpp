@@ -13,17 +13,18 @@
 
 namespace fp8q::checkpoint::reencode {
 
-// A signed minifloat's codes decoded by their fields: magnitude m = code & magnitude_mask, as
-// fp64 bits (m << (52 - man_bits)) + rebias where m >> man_bits (the exponent) is not 0, else
-// the subnormal m * subnormal_unit; the sign from bit sign_shift. Irregular codes (NaN, Inf,
-// bits above the format's, or a NaN in place of -0) are left to the caller.
+// A signed minifloat's codes decoded by their fields into fp32 (which holds every value of a
+// format of 8 bits or fewer exactly): magnitude m = code & magnitude_mask, as fp32 bits
+// (m << (23 - man_bits)) + rebias where m >> man_bits (the exponent) is not 0, else the
+// subnormal m * subnormal_unit; the sign from bit sign_shift. Irregular codes (NaN, Inf, bits
+// above the format's, or a NaN in place of -0) are left to the caller.
 struct MinifloatRule {
   std::uint32_t sign_shift = 7, magnitude_mask = 0x7F, man_bits = 3;
   std::uint32_t max_finite = 0x7E;  // the largest regular magnitude
   std::uint32_t nan_code = 0x100;   // the -0 code where it is NaN, else beyond every code
   std::uint32_t code_limit = 0x100;
-  std::uint64_t rebias = 0;
-  double subnormal_unit = 0;
+  std::uint32_t rebias = 0;
+  float subnormal_unit = 0;
 };
 // The rule of an element format, checked against the scalar decoding of every regular code;
 // nullopt for a format it does not describe.

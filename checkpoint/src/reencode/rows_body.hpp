@@ -30,16 +30,16 @@ struct RowText {
   static std::size_t decode_rule(const std::uint8_t* __restrict q, const MinifloatRule& rule,
                                  const double* __restrict scale, std::size_t n, double* __restrict out) {
     const MinifloatRule r = rule;
-    const std::uint32_t shift = 52 - r.man_bits;
+    const std::uint32_t shift = 23 - r.man_bits;
     std::size_t irregular = 0;
     for (std::size_t c = 0; c < n; ++c) {
       const std::uint32_t code = q[c], mag = code & r.magnitude_mask;
-      const double sub = static_cast<double>(static_cast<std::int32_t>(mag)) * r.subnormal_unit;
-      const std::uint64_t normal = (static_cast<std::uint64_t>(mag) << shift) + r.rebias;
-      const std::uint64_t subnormal = std::uint64_t{0} - static_cast<std::uint64_t>((mag >> r.man_bits) == 0);
-      const std::uint64_t m = (std::bit_cast<std::uint64_t>(sub) & subnormal) | (normal & ~subnormal);  // no branch
-      const std::uint64_t sign = static_cast<std::uint64_t>((code >> r.sign_shift) & 1) << 63;
-      out[c] = std::bit_cast<double>(m | sign) * scale[c];
+      const float sub = static_cast<float>(static_cast<std::int32_t>(mag)) * r.subnormal_unit;
+      const std::uint32_t normal = (mag << shift) + r.rebias;
+      const std::uint32_t subnormal = 0u - static_cast<std::uint32_t>((mag >> r.man_bits) == 0);
+      const std::uint32_t m = (std::bit_cast<std::uint32_t>(sub) & subnormal) | (normal & ~subnormal);  // no branch
+      const std::uint32_t sign = ((code >> r.sign_shift) & 1) << 31;
+      out[c] = static_cast<double>(std::bit_cast<float>(m | sign)) * scale[c];
       irregular += (mag > r.max_finite) | (code == r.nan_code) | (code >= r.code_limit);
     }
     return irregular;

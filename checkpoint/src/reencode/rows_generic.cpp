@@ -16,7 +16,9 @@ struct Generic;
 const RowKernels* row_kernels_generic() { return &RowText<Generic>::kKernels; }
 
 std::optional<MinifloatRule> minifloat_rule(const Format& f) {
-  if (!f.is_signed || f.bits() > 8 || f.man_bits < 1 || f.bias > 1022 || !f.has_zero()) return std::nullopt;
+  if (!f.is_signed || f.bits() > 8 || f.man_bits < 1 || f.man_bits > 23 || f.bias > 126 || f.bias + f.man_bits > 148 ||
+      f.emax() > 127 || !f.has_zero())
+    return std::nullopt;
   MinifloatRule r;
   r.sign_shift = static_cast<std::uint32_t>(f.bits() - 1);
   r.magnitude_mask = static_cast<std::uint32_t>(f.magnitude_mask());
@@ -24,8 +26,8 @@ std::optional<MinifloatRule> minifloat_rule(const Format& f) {
   r.max_finite = static_cast<std::uint32_t>(f.max_finite_code());
   r.nan_code = f.has_negative_zero() ? 0x100u : static_cast<std::uint32_t>(f.sign_bit());
   r.code_limit = 1u << f.bits();
-  r.rebias = static_cast<std::uint64_t>(1023 - f.bias) << 52;
-  r.subnormal_unit = std::ldexp(1.0, 1 - f.bias - f.man_bits);
+  r.rebias = static_cast<std::uint32_t>(127 - f.bias) << 23;
+  r.subnormal_unit = std::ldexp(1.0f, 1 - f.bias - f.man_bits);
   // every code against the scalar decoding: the regular ones bit for bit
   std::array<std::uint8_t, 256> codes{};
   std::array<double, 256> out{}, one{};
