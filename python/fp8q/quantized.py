@@ -22,7 +22,7 @@ from .conversion import NanPolicy, Overflow, Rounding, ScaleOp
 from .formats import FormatLike, get
 
 MxRule = Literal["floor", "ceil", "even", "rceil", "trainium3", "compressed-tensors"]
-Producer = Literal["fp8q", "compressed-tensors"]
+Producer = Literal["fp8q", "compressed-tensors", "modelopt"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,9 @@ def quantize(
     llm-compressor writes) bit for bit: e4m3fn, ``scale_op="divide"``, tensor / row / block
     granularity, the scale and each quotient rounded to x's dtype as torch computes them
     (docs/checkpoints.md, "Producer presets"); fp8q's own (``"fp8q"``) rounds each value once.
+    ``like="modelopt"`` reproduces NVIDIA ModelOpt's FP8 export (quant_algo FP8): e4m3fn,
+    ``scale_op="divide"``, per tensor, the scale amax / 448 in float32 and each quotient rounded
+    to x's dtype.
 
     Example:
         >>> import torch, fp8q
@@ -105,6 +108,8 @@ def quantize(
         >>> w = torch.tensor([[0.0, 0.0], [1.0, -3.0]], dtype=torch.bfloat16)
         >>> fp8q.quantize(w, granularity="row", scale_op="divide", like="compressed-tensors").scales.flatten().tolist()
         [0.0078125, 0.006683349609375]
+        >>> fp8q.quantize(w, scale_op="divide", like="modelopt").scales.flatten().tolist()  # fp32(3 / 448)
+        [0.0066964286379516125]
     """
     args = (
         _args.tensor(x, "x"),

@@ -75,19 +75,23 @@ void unpack_fp4(std::span<const std::uint8_t> packed, std::span<std::uint8_t> co
 namespace {
 
 // The layout quantize() gives `shape` (no codes or scales yet), after checking the arguments.
-// compressed-tensors' FP8 quantizer (quant/producer.hpp) has one form: e4m3fn, scale_inv divided,
-// no margin, epsilon or power of two, nearest-even and saturating.
-void check_compressed_tensors_options(const QuantizeOptions& o) {
+// A producer's FP8 quantizer (quant/producer.hpp) has one form: e4m3fn, scale_inv divided, no
+// margin, epsilon or power of two, nearest-even (the options' defaults otherwise); per tensor,
+// row or block for compressed-tensors, per tensor for ModelOpt.
+void check_producer_options(const QuantizeOptions& o) {
   const GranularityKind k = o.granularity.kind;
-  if (o.element != FormatId::kE4M3FN || (k != GranularityKind::kTensor && o.granularity != Granularity::row() &&
-                                         k != GranularityKind::kBlock))
-    throw std::invalid_argument("like compressed-tensors: its FP8 quantizer writes e4m3fn per tensor, row or block, not " +
-                                std::string(format_of(o.element).name) + " per " + granularity_name(o.granularity) +
-                                (k == GranularityKind::kMx ? " (its MX scales are mx_rule compressed-tensors)" : ""));
+  const bool ct = o.like == Producer::kCompressedTensors;
+  const std::string like = "like " + std::string(producer_name(o.like)) + ": ";
+  if (o.element != FormatId::kE4M3FN ||
+      (k != GranularityKind::kTensor && (!ct || (o.granularity != Granularity::row() && k != GranularityKind::kBlock))))
+    throw std::invalid_argument(like + "its FP8 quantizer writes e4m3fn per " + (ct ? "tensor, row or block" : "tensor") +
+                                ", not " + std::string(format_of(o.element).name) + " per " +
+                                granularity_name(o.granularity) +
+                                (ct && k == GranularityKind::kMx ? " (its MX scales are mx_rule compressed-tensors)" : ""));
   if (o.apply != ScaleOp::kDivide || o.amax.margin != 0 || bits_of(o.amax.amax_epsilon) != 0 || o.amax.power_of_two ||
       o.convert.rounding != Rounding::kNearestEven || o.convert.overflow != Overflow::kSaturate)
-    throw std::invalid_argument("like compressed-tensors: its quantizer divides by scale_inv with no margin, epsilon "
-                                "or power of two, rounding to nearest-even and saturating");
+    throw std::invalid_argument(like + "its quantizer divides by scale_inv with no margin, epsilon or power of two, "
+                                "rounding to nearest-even" + (ct ? " and saturating" : " (the overflow option left at its default)"));
 }
 
 QuantizedTensor layout_of(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
@@ -100,7 +104,7 @@ QuantizedTensor layout_of(std::span<const std::byte> data, const Format& from, s
     throw std::invalid_argument("quantize: MX blocks run along the last axis (granularity mx, not " +
                                 granularity_name(o.granularity) + "); quantize the transpose");
   if (o.granularity.kind == GranularityKind::kNvfp4) check_nvfp4_options(o);
-  if (o.like == Producer::kCompressedTensors) check_compressed_tensors_options(o);
+  if (o.like != Producer::kFp8q) check_producer_options(o);
   QuantizedTensor q;
   q.element = o.element;
   q.shape.assign(shape.begin(), shape.end());
@@ -165,9 +169,9 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
   if (o.granularity.kind == GranularityKind::kMx) {
     convert_mx(data, from, q.grid.rows, q.grid.cols, kMxBlock, codes, out.scales, elem,
                mx_scale_table(elem, o.mx_rule), o.convert, o.bulk);
-  } else if (o.like == Producer::kCompressedTensors) {
+  } else if (o.like != Producer::kFp8q) {
     const std::size_t blocks = q.grid.grid_size();
-    quantize_like_compressed_tensors(data, from, q.grid, codes, out.scale_inv.first(blocks), o.bulk);
+    quantize_like_producer(o.like, data, from, q.grid, codes, out.scale_inv.first(blocks), o.bulk);
     if (blocks == 0) out.scale_inv[0] = 1.0f;  // an empty per-tensor grid
   } else {
     std::vector<float> amaxes(q.grid.grid_size());

@@ -45,13 +45,16 @@ const std::vector<std::pair<std::string, std::string>> kSeeds = {
     {"hfq_nvfp4",
      R"({"producer": {"name": "modelopt", "version": "0.33.0"}, "quantization": {"quant_algo": "NVFP4", )"
      R"("kv_cache_quant_algo": null, "group_size": 16, "exclude_modules": ["lm_head"]}})"},
+    {"hfq_fp8",  // what ModelOpt 0.47's export_hf_checkpoint wrote for FP8_DEFAULT_CFG
+     R"({"producer": {"name": "modelopt", "version": "0.47.0"}, "quantization": {"quant_algo": "FP8", )"
+     R"("kv_cache_quant_algo": null, "exclude_modules": ["lm_head", "model.embed_tokens"]}})"},
 };
 
 const char* const kTokens[] = {"\"", "{", "}", "[", "]", ":", ",", "null", "true", "false", "-1", "1e308", "128",
                                "\"quant_method\"", "\"fp8\"", "\"mxfp4\"", "\"fbgemm_fp8\"", "\"modelopt\"",
                                "\"compressed-tensors\"", "\"format\"", "\"config_groups\"", "\"weights\"",
                                "\"strategy\"", "\"block\"", "\"scale_fmt\"", "\"in_features\"", "\"quant_algo\"",
-                               "\"quantization\"", "\xff", "{}", "[]"};
+                               "\"quantization\"", "\"FP8\"", "\"NVFP4\"", "\xff", "{}", "[]"};
 
 std::string mutate(std::string s, SplitMix64& rng) { return testing::mutate_text(std::move(s), rng, kTokens); }
 

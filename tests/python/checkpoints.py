@@ -4,6 +4,7 @@ opened the checkpoint computes it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -130,3 +131,28 @@ def check_weights(model: torch.nn.Module, q: dict[str, torch.Tensor], layout: st
             assert bad == 0, f"{name}: {bad} of {ours.numel()} elements differ"
             checked += 1
     return checked
+
+
+def modelopt_fp8_export(directory: Path, dtype: torch.dtype, replace: dict[str, torch.Tensor], layers: int = 1):
+    """ModelOpt's own FP8 flow on a small Llama of `layers` layers in `dtype` whose named weights are replaced:
+    mtq.quantize(FP8_DEFAULT_CFG) with a calibration forward pass, then export_hf_checkpoint.
+    Returns the weights before quantization and the exported tensors."""
+    import modelopt.torch.quantization as mtq
+    from modelopt.torch.export import export_hf_checkpoint
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=128, hidden_size=384, intermediate_size=256, num_hidden_layers=layers,
+                         num_attention_heads=4, num_key_value_heads=2, architectures=["LlamaForCausalLM"])
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(dtype)
+    originals = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name in replace:
+                p.copy_(replace[name])
+            originals[name] = p.detach().clone()
+    ids = torch.randint(0, 128, (1, 8), generator=torch.Generator().manual_seed(1))
+    model = mtq.quantize(model, mtq.FP8_DEFAULT_CFG, lambda m: m(ids))
+    export_hf_checkpoint(model, dtype=dtype, export_dir=str(directory))
+    assert json.loads((directory / "hf_quant_config.json").read_text())["quantization"]["quant_algo"] == "FP8"
+    return originals, tensors(directory)

@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import save_file
 
 import fp8q
-from checkpoints import tensors
+from checkpoints import modelopt_fp8_export, tensors
 
 ct = pytest.importorskip("compressed_tensors")
 from compressed_tensors.quantization import preset_name_to_scheme  # noqa: E402
@@ -120,11 +120,45 @@ def test_python_like_compressed_tensors_equals_its_quantizer(dtype, strategy):
         assert not torch.equal(plain.codes.view(torch.uint8), want_codes)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_python_like_modelopt_equals_its_export(tmp_path, dtype):
+    """fp8q.quantize(w, like="modelopt") gives every weight's codes and weight_scale of ModelOpt's
+    own FP8 export, byte for byte: the hostile weight (zero row, subnormals, ties) and a weight of
+    the dtype's subnormals only, beside the model's own random weights. An all-zero weight, which
+    the export writes as scale 0 and NaN codes, is refused by the preset and by fp8q's reader."""
+    tiny = torch.full((192, 384), torch.finfo(dtype).tiny / 4, dtype=dtype)
+    tiny[::3] *= -1
+    replace = {"model.layers.0.mlp.up_proj.weight": hostile_weight(dtype),
+               "model.layers.0.self_attn.k_proj.weight": torch.zeros(192, 384, dtype=dtype),
+               "model.layers.0.self_attn.v_proj.weight": tiny}
+    originals, exported = modelopt_fp8_export(tmp_path / "modelopt", dtype, replace)
+    checked = differ = 0
+    zero = "model.layers.0.self_attn.k_proj.weight"
+    assert float(exported[zero + "_scale"]) == 0 and exported[zero].float().isnan().all()
+    with pytest.raises(ValueError, match="like modelopt: the tensor's amax is 0.0*, for which ModelOpt's FP8 export "
+                                         "writes the scale 0 and NaN codes"):
+        fp8q.quantize(originals[zero], "e4m3fn", scale_op="divide", like="modelopt")
+    for name, w in originals.items():
+        if name + "_scale" not in exported or name == zero:
+            continue
+        q = fp8q.quantize(w, "e4m3fn", scale_op="divide", like="modelopt")
+        assert torch.equal(q.codes.view(torch.uint8), exported[name].view(torch.uint8)), name
+        assert torch.equal(q.scales.flatten(), exported[name + "_scale"].reshape(-1)), name
+        plain = fp8q.quantize(w, "e4m3fn", scale_op="divide")
+        differ += int((plain.codes.view(torch.uint8) != exported[name].view(torch.uint8)).sum())
+        checked += 1
+    assert checked == 6  # q, v, o, gate, up, down
+    assert (differ > 0) == (dtype != torch.float32), differ
+    print(f"{dtype}: {differ} codes of fp8q's single rounding differ from ModelOpt's export")
+
+
 def test_python_like_refuses_what_the_producer_does_not_do():
     w = torch.ones(4, 32)
     for kwargs in [dict(granularity="row"), dict(granularity="col", scale_op="divide"),
                    dict(granularity="mx"), dict(granularity="row", scale_op="divide", margin=1)]:
         with pytest.raises(ValueError, match="like compressed-tensors"):
             fp8q.quantize(w, "e4m3fn", like="compressed-tensors", **kwargs)
-    with pytest.raises(ValueError, match="like: unknown 'modelopt'"):
+    with pytest.raises(ValueError, match="like modelopt: its FP8 quantizer writes e4m3fn per tensor"):
         fp8q.quantize(w, "e4m3fn", granularity="row", scale_op="divide", like="modelopt")
+    with pytest.raises(ValueError, match="like: unknown 'transformer-engine'"):
+        fp8q.quantize(w, "e4m3fn", scale_op="divide", like="transformer-engine")

@@ -1,8 +1,9 @@
 // Producer presets (quant/producer.hpp) through quantize(): compressed-tensors' FP8 quantizer on
 // fp32 equals fp8q's own divide form except for the eps scale of an all-zero block; on bf16 it
-// rounds the scale and each quotient to bf16; the bits do not depend on the thread count or on
-// the caller's FP environment; the options it does not have are refused. (Its codes against
-// compressed-tensors' own code: tests/python/test_producer_presets.py.)
+// rounds the scale and each quotient to bf16; ModelOpt's keeps an fp32 scale, 1 for an all-zero
+// tensor, and rounds each quotient to bf16; the bits do not depend on the thread count or on the
+// caller's FP environment; the options a producer does not have are refused. (Their codes against
+// the producers' own code: tests/python/test_producer_presets.py.)
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -17,14 +18,15 @@
 namespace fp8q {
 namespace {
 
-QuantizeOptions like_ct(Granularity g, int threads = 1) {
+QuantizeOptions like_ct(Granularity g, int threads = 1, Producer p = Producer::kCompressedTensors) {
   QuantizeOptions o;
   o.granularity = g;
   o.apply = ScaleOp::kDivide;
-  o.like = Producer::kCompressedTensors;
+  o.like = p;
   o.bulk.threads = threads;
   return o;
 }
+QuantizeOptions like_modelopt(int threads = 1) { return like_ct(Granularity::tensor(), threads, Producer::kModelOpt); }
 
 std::vector<float> weights(std::size_t n) {
   std::mt19937 rng(11);
@@ -35,8 +37,9 @@ std::vector<float> weights(std::size_t n) {
 }
 
 TEST(Producer, NamesRoundTrip) {
-  for (Producer p : {Producer::kFp8q, Producer::kCompressedTensors}) EXPECT_EQ(parse_producer(producer_name(p)), p);
-  EXPECT_FALSE(parse_producer("modelopt").has_value());
+  for (Producer p : {Producer::kFp8q, Producer::kCompressedTensors, Producer::kModelOpt})
+    EXPECT_EQ(parse_producer(producer_name(p)), p);
+  EXPECT_FALSE(parse_producer("transformer-engine").has_value());
 }
 
 TEST(Producer, CompressedTensorsOnFp32IsTheDivideFormButForZeroBlocks) {
@@ -73,12 +76,44 @@ TEST(Producer, CompressedTensorsOnBf16RoundsTheScaleAndQuotientsToBf16) {
   EXPECT_EQ(decode_f32(quantize(std::as_bytes(std::span(row)), kBF16, shape, own).codes[1], kE4M3FN), 72.0f);
 }
 
+TEST(Producer, ModelOptKeepsAnFp32ScaleAndRoundsQuotientsToBf16) {
+  // amax 1: scale_inv = fp32(1 / 448) (0x3B124925, not a bf16); x = 0x3C1C (0.009521484375):
+  // x / scale_inv = 4.265625 in fp32, which bf16 rounds (a tie, to even) to 4.25, the e4m3fn
+  // midpoint of 4 and 4.5, which goes to the even 4; fp8q's single rounding gives 4.5
+  const std::uint16_t row[4] = {0x3F80, 0x3C1C, 0, 0};
+  const std::uint64_t shape[] = {1, 4};
+  const QuantizedTensor q = quantize(std::as_bytes(std::span(row)), kBF16, shape, like_modelopt());
+  EXPECT_EQ(bits_of(q.scale_inv[0]), 0x3B124925u);
+  EXPECT_EQ(decode_f32(q.codes[1], kE4M3FN), 4.0f);
+  QuantizeOptions own = like_modelopt();
+  own.like = Producer::kFp8q;
+  EXPECT_EQ(decode_f32(quantize(std::as_bytes(std::span(row)), kBF16, shape, own).codes[1], kE4M3FN), 4.5f);
+  // an amax below fp32's normals is divided as it is (a subnormal scale); an all-zero tensor,
+  // whose scale would be 0 and codes NaN (0 / 0) in ModelOpt's export, is refused
+  const std::uint16_t tiny[4] = {0x0040, 0x8020, 0, 0};  // bf16 subnormals, amax 2^-127
+  const QuantizedTensor t = quantize(std::as_bytes(std::span(tiny)), kBF16, shape, like_modelopt());
+  const float s = 0x1p-127f / 448.0f;
+  EXPECT_EQ(t.scale_inv[0], s);
+  EXPECT_EQ(t.codes[0], encode_f32(decode_f32(encode_f32(0x1p-127f / s, kBF16), kBF16), kE4M3FN));
+  const std::uint16_t zeros[4] = {0, 0x8000, 0, 0};
+  EXPECT_THROW(quantize(std::as_bytes(std::span(zeros)), kBF16, shape, like_modelopt()), std::invalid_argument);
+}
+
 TEST(Producer, SameBitsForEveryThreadCountAndFpEnvironment) {
   const auto w = weights(256 * 384);
   const std::uint64_t shape[] = {256, 384};
   const auto data = std::as_bytes(std::span<const float>(w));
   for (Granularity g : {Granularity::tensor(), Granularity::row(), Granularity::block(128, 128)}) {
     const QuantizedTensor want = quantize(data, kF32, shape, like_ct(g));
+    if (g == Granularity::tensor()) {
+      const QuantizedTensor m = quantize(data, kF32, shape, like_modelopt());
+      for (int threads : {2, 5}) {
+        test::ScopedHostileFpEnv env;
+        const QuantizedTensor got = quantize(data, kF32, shape, like_modelopt(threads));
+        EXPECT_EQ(got.codes, m.codes) << "modelopt threads " << threads;
+        EXPECT_EQ(got.scale_inv, m.scale_inv) << "modelopt threads " << threads;
+      }
+    }
     for (int threads : {1, 2, 5}) {
       test::ScopedHostileFpEnv env;
       const QuantizedTensor got = quantize(data, kF32, shape, like_ct(g, threads));
@@ -102,6 +137,18 @@ TEST(Producer, CompressedTensorsRefusesWhatItDoesNotDo) {
   rtz.convert.rounding = Rounding::kTowardZero;
   for (const QuantizeOptions& o : {multiply, e5m2, margin, rtz, like_ct(Granularity::column()), like_ct(Granularity::mx())})
     EXPECT_THROW(quantize(data, kF32, shape, o), std::invalid_argument);
+  // ModelOpt's FP8 export scales per tensor only
+  for (Granularity g : {Granularity::row(), Granularity::block(128, 128)}) {
+    QuantizeOptions o = like_modelopt();
+    o.granularity = g;
+    try {
+      quantize(data, kF32, shape, o);
+      ADD_FAILURE() << "accepted " << granularity_name(g);
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("like modelopt: its FP8 quantizer writes e4m3fn per tensor"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

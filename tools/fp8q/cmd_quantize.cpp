@@ -1,5 +1,5 @@
 // fp8q quantize IN OUT_DIR --layout L [--granularity tensor|row|block128x128] [--pack wrapX|1x32]
-//                [--like fp8q|compressed-tensors]
+//                [--like fp8q|compressed-tensors|modelopt]
 //                [--ignore REGEX]... [--calib-data FILE --calib-method M] [--threads N]
 //                [--max-shard-size BYTES] [--allow-nonfinite] [--require-exact] [--force] [--json]
 //   IN may be quantized already (docs/checkpoints.md, "Quantized inputs"): its weights are converted.
@@ -224,7 +224,7 @@ void run_quantize(const QuantizeArgs& a) {
   }
   if (!a.like.empty()) {
     const auto p = parse_producer(a.like);
-    if (!p) throw UsageError("--like: '" + a.like + "' is not one of fp8q compressed-tensors");
+    if (!p) throw UsageError("--like: '" + a.like + "' is not one of fp8q compressed-tensors modelopt");
     o.layout_options.like = *p;
   }
   o.layout_options.threads = a.threads;
@@ -387,7 +387,8 @@ void add_quantize(CLI::App& app) {
   qc->add_option("--pack", q->pack, "trn3-mx: pre-pack for nc_matmul_mx: none wrapX 1x32 (default none)");
   qc->add_option("--elem", q->elem, "trn3-mx: element format, e4m3fn (MXFP8, default) or e2m1 (MXFP4)");
   qc->add_option("--like", q->like,
-                 "Reproduce a producer's quantizer bit for bit: fp8q (default: one rounding) or compressed-tensors");
+                 "Reproduce a producer's quantizer bit for bit: fp8q (default: one rounding) or compressed-tensors "
+                 "(modelopt: through the Python and C++ APIs, fp8q does not write its layout)");
   qc->add_option("--ignore", q->ignore, "Also keep tensors whose name matches this regex (repeatable)");
   qc->add_option("--calib-data", q->calib_data, "ct-fp8 static input scales: safetensors with <module>.input samples");
   qc->add_option("--calib-method", q->calib_method, "max percentile mse entropy (default max)");

@@ -47,7 +47,8 @@ const Layout* layout_named(std::string_view name) {
 }
 
 const Layout* input_layout_named(std::string_view name) {
-  for (const Layout* l : {&layouts::modelopt_nvfp4_layout(), &layouts::gpt_oss_mxfp4_layout(), &layouts::fbgemm_fp8_layout()})
+  for (const Layout* l : {&layouts::modelopt_nvfp4_layout(), &layouts::modelopt_fp8_layout(), &layouts::gpt_oss_mxfp4_layout(),
+                          &layouts::fbgemm_fp8_layout()})
     if (l->name() == name) return l;
   return nullptr;
 }

@@ -14,6 +14,7 @@ const Layout& ct_nvfp4_layout();
 const Layout& trn2_layout();
 const Layout& trn3_mx_layout();
 const Layout& modelopt_nvfp4_layout();  // read only
+const Layout& modelopt_fp8_layout();    // read only
 const Layout& gpt_oss_mxfp4_layout();   // read only
 const Layout& fbgemm_fp8_layout();      // read only
 

@@ -60,6 +60,9 @@ CheckedOptions check_options(const QuantizeCheckpointOptions& opt) {
     throw PipelineError(what);
   }
   try {
+    if (opt.layout_options.like == Producer::kModelOpt)
+      throw std::invalid_argument("--like modelopt: fp8q reads ModelOpt's FP8 checkpoints (modelopt-fp8) and does not write "
+                                  "them; its quantizer is QuantizeOptions::like and fp8q.quantize(..., like=\"modelopt\")");
     // ct-mxfp8 and ct-mxfp4 quantize with compressed-tensors' MX exponents already
     if (opt.layout_options.like == Producer::kCompressedTensors && !layout->name().starts_with("ct-"))
       throw std::invalid_argument("--like compressed-tensors applies to the compressed-tensors layouts (ct-fp8, "
@@ -93,7 +96,7 @@ CheckedOptions check_options(const QuantizeCheckpointOptions& opt) {
     if (!method) throw PipelineError("--calib-method: " + quote(opt.calib_method) + " is not one of max percentile mse entropy");
   }
   if (opt.max_shard_bytes == 0) throw PipelineError("--max-shard-size must be positive");
-  return {layout, threads, method};
+  return {layout, threads, method, std::nullopt};
 }
 
 void check_output_name(const fs::path& out_dir, const fs::path& out_arg) {

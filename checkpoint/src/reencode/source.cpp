@@ -19,7 +19,7 @@ namespace {
 const char* const kReads =
     "fp8q reads quant_method \"fp8\" (DeepSeek-V3 / Transformers fine-grained FP8, 128x128 blocks), "
     "\"compressed-tensors\" (float-quantized, mxfp8-quantized, mxfp4-pack-quantized, nvfp4-pack-quantized), "
-    "\"mxfp4\" (gpt-oss's experts), \"fbgemm_fp8\" (per-channel FP8), ModelOpt's NVFP4 and fp8q's own layouts";
+    "\"mxfp4\" (gpt-oss's experts), \"fbgemm_fp8\" (per-channel FP8), ModelOpt's FP8 and NVFP4 and fp8q's own layouts";
 
 [[noreturn]] void refuse(const std::string& what) { throw PipelineError(what + "; " + kReads); }
 
@@ -120,8 +120,14 @@ DType model_dtype(const Model& model) {
 // quant_method "modelopt"), whose quant_algo names the format.
 QuantizedSource from_modelopt(const Json& q, const std::string& where) {
   const std::string algo = text_of(q, "quant_algo");
+  if (algo == "FP8") {  // per-tensor e4m3fn weights
+    QuantizedSource s;
+    s.layout = input_layout_named("modelopt-fp8");
+    s.described_by = where + " quant_algo \"FP8\" (ModelOpt)";
+    return s;
+  }
   if (algo != "NVFP4")
-    refuse(where + ": quant_algo is " + quote(algo.empty() ? "?" : algo) + "; ModelOpt's NVFP4 is read");
+    refuse(where + ": quant_algo is " + quote(algo.empty() ? "?" : algo) + "; ModelOpt's FP8 and NVFP4 are read");
   if (q.contains("group_size") && q["group_size"] != 16)
     refuse(where + ": group_size is " + q["group_size"].dump() + ", not 16");
   QuantizedSource s;
@@ -234,8 +240,8 @@ std::optional<SourceModule> source_module(const QuantizedSource& s, const Model&
       m.tensors.push_back(c);
     }
     if (const ModelTensor* in = model.find(m.module + ".input_scale")) {
-      // ModelOpt's NVFP4 is W4A4 with a static activation scale; the weight converts without it
-      if (s.layout->name() != "modelopt-nvfp4")
+      // ModelOpt's FP8 and NVFP4 quantize activations by a static scale; the weight converts without it
+      if (!s.layout->name().starts_with("modelopt-"))
         throw PipelineError("tensor " + quote(m.module + ".input_scale") + ": static activation scales are not converted");
       m.tensors.push_back(in);
     }

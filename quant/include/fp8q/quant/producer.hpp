@@ -17,20 +17,26 @@ namespace fp8q {
 enum class Producer : std::uint8_t {
   kFp8q,
   kCompressedTensors,  // compressed-tensors' calculate_qparams + quantize, what llm-compressor writes
+  kModelOpt,           // NVIDIA ModelOpt's FP8 export (quant_algo FP8): mtq.quantize + export_hf_checkpoint
 };
-std::optional<Producer> parse_producer(std::string_view name);  // "fp8q", "compressed-tensors"
+std::optional<Producer> parse_producer(std::string_view name);  // "fp8q", "compressed-tensors", "modelopt"
 std::string_view producer_name(Producer p);
 
-// compressed-tensors' FP8 weight quantizer (its FP8, FP8_DYNAMIC and FP8_BLOCK presets) on the
-// blocks of `grid` over `data` (elements of `from`: f32, bf16 or f16, row-major), computing in
-// the weight's dtype D as torch does:
-//   scale_inv = D(fp32(amax / 448)), or torch.finfo(D).eps where that is 0
-//   q         = e4m3fn(D(fp32(x / scale_inv)))   nearest-even at each step, saturating at 448
-// For D = f32 that is fp8q's own divide form but for the eps of an all-zero block. codes:
-// grid.rows * grid.cols; scale_inv: one per block. The same bits for any thread count and FP
-// environment.
-void quantize_like_compressed_tensors(std::span<const std::byte> data, const Format& from, const BlockGrid& grid,
-                                      std::span<std::uint8_t> codes, std::span<float> scale_inv,
-                                      const BulkOptions& bulk = {});
+// A producer's FP8 weight quantizer on the blocks of `grid` over `data` (elements of `from`:
+// f32, bf16 or f16, row-major); both divide in fp32 and round the quotient to the weight's
+// dtype D before e4m3fn, as torch does for a D tensor divided by a scalar:
+//   compressed-tensors (its FP8, FP8_DYNAMIC and FP8_BLOCK presets; tensor, row or block):
+//     scale_inv = D(fp32(amax / 448)), or torch.finfo(D).eps where that is 0
+//     q         = e4m3fn(D(fp32(x / scale_inv)))   nearest-even at each step, saturating at 448
+//   ModelOpt (FP8_DEFAULT_CFG, one scale per tensor):
+//     scale_inv = fp32(amax / 448)                   kept in fp32; 0 (an all-zero tensor, for
+//                                                    which ModelOpt writes NaN codes) is refused
+//     q         = e4m3fn(D(fp32(x / scale_inv)))   nearest-even at each step, NaN beyond 448
+// For D = f32 both are fp8q's own divide form but for an all-zero block's scale (eps; refused).
+// codes: grid.rows * grid.cols; scale_inv: one per block. The same bits for any thread count and
+// FP environment.
+void quantize_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
+                            const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<float> scale_inv,
+                            const BulkOptions& bulk = {});
 
 }  // namespace fp8q

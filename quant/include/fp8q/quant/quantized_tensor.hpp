@@ -66,7 +66,7 @@ struct QuantizeOptions {
   MxScaleRule mx_rule = MxScaleRule::kFloor;
   ConvertOptions convert;               // rounding, overflow, NaN policy, seed, offset (scale: unset)
   BulkOptions bulk;                     // threads, ISA
-  Producer like = Producer::kFp8q;      // kCompressedTensors (quant/producer.hpp): e4m3fn, tensor,
+  Producer like = Producer::kFp8q;      // a producer's preset (quant/producer.hpp): e4m3fn, tensor,
                                         // row or block granularity, ScaleOp::kDivide, the default
                                         // amax and conversion options
 };

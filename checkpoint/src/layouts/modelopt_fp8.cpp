@@ -1,0 +1,60 @@
+// modelopt-fp8: NVIDIA ModelOpt's FP8 export (quant_algo "FP8", its unified Hugging Face
+// checkpoint, what its FP8 releases ship), read as a quantized input; fp8q does not write it.
+//
+// Public definition (checked against ModelOpt 0.47 export/unified_export_hf.py and
+// export/quant_utils.py to_quantized_weight, whose FP8 weight is (w / weight_scale) cast to
+// float8_e4m3fn, and vLLM's ModelOpt loader, layers/quantization/modelopt.py ModelOptFp8LinearMethod):
+//   <module>.weight        F8_E4M3 (OCP e4m3fn) [out, in]
+//   <module>.weight_scale  F32 [] or [1]: the tensor's multiplier s = amax / 448, x = q * s
+//   <module>.input_scale   F32: the activations' static scale (not converted)
+// hf_quant_config.json {"quantization": {"quant_algo": "FP8", "exclude_modules": [...]}}, or
+// config.json quantization_config {"quant_method": "modelopt", "quant_algo": "FP8", ...}.
+#include <cstring>
+
+#include "fp8q/numerics/convert.hpp"
+#include "layouts/common.hpp"
+#include "layouts/registry.hpp"
+#include "safetensors/text.hpp"
+
+namespace fp8q::checkpoint::layouts {
+namespace {
+
+class ModeloptFp8 final : public ReadOnlyLayout {
+ public:
+  std::string_view name() const override { return "modelopt-fp8"; }
+  std::string_view summary() const override {
+    return "NVIDIA ModelOpt FP8 (read only): e4m3fn weight, one F32 weight_scale per tensor";
+  }
+  std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions&) const override {
+    return {{w.module + ".weight", DType::kF8_E4M3, w.shape}, {w.module + ".weight_scale", DType::kF32, {}}};
+  }
+  DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
+                        const LayoutOptions&) const override {
+    const std::size_t rows = shape[0], cols = shape[1];
+    const StoredTensor q = require(lookup, module + ".weight", DType::kF8_E4M3, shape);
+    const std::string scale_name = module + ".weight_scale";
+    const StoredTensor probe = lookup(scale_name);
+    const bool scalar = probe.info != nullptr && probe.info->shape.empty();
+    const StoredTensor s = require(lookup, scale_name, DType::kF32, scalar ? std::vector<std::uint64_t>{} : std::vector<std::uint64_t>{1});
+    const std::vector<float> scale = decode_scales(s.bytes, DType::kF32);
+    if (!is_finite_positive(scale[0]))
+      throw FormatError("tensor " + detail::quote(scale_name) + " is " + float_text(scale[0]) +
+                        ": a weight scale must be finite and positive");
+    std::vector<std::uint8_t> codes(rows * cols);
+    std::memcpy(codes.data(), q.bytes.data(), codes.size());
+    return grid_view(FormatId::kE4M3FN, rows, cols, std::move(codes), block_grid(Granularity::tensor(), {rows, cols}),
+                     scale);
+  }
+  std::vector<std::string> companion_names(const std::string& module) const override {
+    return {module + ".weight_scale", module + ".input_scale"};
+  }
+};
+
+}  // namespace
+
+const Layout& modelopt_fp8_layout() {
+  static const ModeloptFp8 layout;
+  return layout;
+}
+
+}  // namespace fp8q::checkpoint::layouts
