@@ -133,9 +133,11 @@ def check_weights(model: torch.nn.Module, q: dict[str, torch.Tensor], layout: st
     return checked
 
 
-def modelopt_fp8_export(directory: Path, dtype: torch.dtype, replace: dict[str, torch.Tensor], layers: int = 1):
-    """ModelOpt's own FP8 flow on a small Llama of `layers` layers in `dtype` whose named weights are replaced:
-    mtq.quantize(FP8_DEFAULT_CFG) with a calibration forward pass, then export_hf_checkpoint.
+def modelopt_fp8_export(directory: Path, dtype: torch.dtype, replace: dict[str, torch.Tensor], layers: int = 1,
+                        kv_cache: bool = False):
+    """ModelOpt's own FP8 flow on a small Llama of `layers` layers in `dtype` whose named weights are
+    replaced: mtq.quantize(FP8_DEFAULT_CFG, with FP8_KV_CFG's KV-cache quantizers if `kv_cache`)
+    with a calibration forward pass, then export_hf_checkpoint.
     Returns the weights before quantization and the exported tensors."""
     import modelopt.torch.quantization as mtq
     from modelopt.torch.export import export_hf_checkpoint
@@ -152,7 +154,10 @@ def modelopt_fp8_export(directory: Path, dtype: torch.dtype, replace: dict[str, 
                 p.copy_(replace[name])
             originals[name] = p.detach().clone()
     ids = torch.randint(0, 128, (1, 8), generator=torch.Generator().manual_seed(1))
-    model = mtq.quantize(model, mtq.FP8_DEFAULT_CFG, lambda m: m(ids))
+    config = dict(mtq.FP8_DEFAULT_CFG)
+    if kv_cache:
+        config["quant_cfg"] = list(config["quant_cfg"]) + list(mtq.FP8_KV_CFG["quant_cfg"])
+    model = mtq.quantize(model, config, lambda m: m(ids))
     export_hf_checkpoint(model, dtype=dtype, export_dir=str(directory))
     assert json.loads((directory / "hf_quant_config.json").read_text())["quantization"]["quant_algo"] == "FP8"
     return originals, tensors(directory)

@@ -236,19 +236,22 @@ def test_fbgemm_fp8_input(tmp_path, cli, loader_models, target, kept):
 @pytest.mark.parametrize("target,kept", [("trn2", False), ("trn3-mx", False), ("ct-mxfp8", False)])
 def test_modelopt_fp8_input(tmp_path, cli, target, kept):
     """A checkpoint written by ModelOpt's own FP8 flow (mtq.quantize + export_hf_checkpoint): read
-    as modelopt-fp8 (its static input scales dropped with the weights), each converted value
-    against the input's code x weight_scale decoded here. An all-zero weight, which the export
-    writes as scale 0 and NaN codes, is refused by name."""
+    as modelopt-fp8 (its static input scales and FP8 KV-cache scales dropped with the weights),
+    each converted value against the input's code x weight_scale decoded here. An all-zero weight,
+    which the export writes as scale 0 and NaN codes, is refused by name."""
     pytest.importorskip("modelopt.torch.quantization")
-    modelopt_fp8_export(tmp_path / "in", torch.bfloat16, {}, layers=2)
+    modelopt_fp8_export(tmp_path / "in", torch.bfloat16, {}, layers=2, kv_cache=True)
+    assert "model.layers.1.self_attn.v_proj.v_scale" in tensors(tmp_path / "in")
     done = run(cli, "inspect", str(tmp_path / "in"))
     assert 'read as: layout modelopt-fp8 (hf_quant_config.json quant_algo "FP8" (ModelOpt))' in done.stdout, done.stdout
-    assert "model.layers.0.mlp.down_proj.input_scale" in done.stdout and "scales of model.layers.0.mlp.down_proj" in done.stdout
+    for scale in ("input_scale", "k_scale", "weight_scale"):
+        line = next(l for l in done.stdout.splitlines() if l.startswith(f"model.layers.0.self_attn.k_proj.{scale} "))
+        assert line.endswith("scales of model.layers.0.self_attn.k_proj"), line
     done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), *LAYOUT_ARGS[target], "--json")
     assert done.returncode == 0, done.stderr
     total = check_report(done.stdout, tmp_path / "in", tmp_path / "out", "modelopt-fp8")
     assert (total == 0) == kept, total
-    assert not any(k.endswith(".input_scale") for k in tensors(tmp_path / "out"))
+    assert not any(k.endswith(("input_scale", "k_scale", "v_scale")) for k in tensors(tmp_path / "out"))
 
     modelopt_fp8_export(tmp_path / "zero", torch.bfloat16, {"model.layers.0.self_attn.k_proj.weight": torch.zeros(192, 384)})
     done = run(cli, "quantize", str(tmp_path / "zero"), str(tmp_path / "zero-out"), "--layout", "trn2")

@@ -7,6 +7,8 @@
 //   <module>.weight        F8_E4M3 (OCP e4m3fn) [out, in]
 //   <module>.weight_scale  F32 [] or [1]: the tensor's multiplier s = amax / 448, x = q * s
 //   <module>.input_scale   F32: the activations' static scale (not converted)
+//   <k_proj>.k_scale, <v_proj>.v_scale  F32: the FP8 KV cache's scales (kv_cache_quant_algo
+//                          "FP8"; not converted)
 // hf_quant_config.json {"quantization": {"quant_algo": "FP8", "exclude_modules": [...]}}, or
 // config.json quantization_config {"quant_method": "modelopt", "quant_algo": "FP8", ...}.
 #include <cstring>
@@ -46,7 +48,7 @@ class ModeloptFp8 final : public ReadOnlyLayout {
                      scale);
   }
   std::vector<std::string> companion_names(const std::string& module) const override {
-    return {module + ".weight_scale", module + ".input_scale"};
+    return {module + ".weight_scale", module + ".input_scale", module + ".k_scale", module + ".v_scale"};
   }
 };
 

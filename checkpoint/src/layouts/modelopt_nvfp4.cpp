@@ -69,7 +69,8 @@ class ModeloptNvfp4 final : public ReadOnlyLayout {
     return v;
   }
   std::vector<std::string> companion_names(const std::string& module) const override {
-    return {module + ".weight_scale", module + ".weight_scale_2", module + ".input_scale"};
+    return {module + ".weight_scale", module + ".weight_scale_2", module + ".input_scale", module + ".k_scale",
+            module + ".v_scale"};
   }
 };
 

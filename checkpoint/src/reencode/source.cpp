@@ -245,6 +245,11 @@ std::optional<SourceModule> source_module(const QuantizedSource& s, const Model&
         throw PipelineError("tensor " + quote(m.module + ".input_scale") + ": static activation scales are not converted");
       m.tensors.push_back(in);
     }
+    // ModelOpt's FP8 KV cache (kv_cache_quant_algo "FP8") keeps its scales on k_proj and v_proj;
+    // the target layouts hold no KV-cache quantization, so they go with the weight too
+    if (s.layout->name().starts_with("modelopt-"))
+      for (const char* kv : {".k_scale", ".v_scale"})
+        if (const ModelTensor* t = model.find(m.module + kv)) m.tensors.push_back(t);
     return m;
   }
   // A codes-like tensor that matches no shape of the layout is the layout's error, not a kept tensor.
