@@ -80,8 +80,19 @@ for c in convert/f32_to_e4m3fn/scaled_rne_sat convert/e4m3fn_to_f32 convert/bf16
 import json, sys
 cases = {c["case"]: c for c in json.load(open(sys.argv[1]))}
 c = cases[sys.argv[2] + "/threads:1"]
-assert c["baselines"] and all(b["ratio"] > 0 for b in c["baselines"]), c' "$tmp/out" "$c"
+assert c["baselines"] and all(b["ratio"] > 0 for b in c["baselines"]), c
+assert c["cpu_family"] and (c["bound"] is None or (c["bound"]["ratio"] > 0 and c["bound"]["held_by"])), c' "$tmp/out" "$c"
 done
+# the bound a case is held against follows the kernels that run: with FP8Q_ISA=avx2 any x86-64
+# CPU runs the FMA kernel, bound by sgemm's own rate (docs/performance.md, "Kernels per CPU")
+if grep -q avx2 /proc/cpuinfo; then
+  check "bench bounds under FP8Q_ISA=avx2" 0 '' -- env FP8Q_ISA=avx2 "$fp8q" bench --blas-kernel auto --json \
+    --filter '^gemm/(openblas_sgemm|fp32_sequential)/512/threads:1$' --repetitions 1 --min-time 0.001
+  expect "fp32_sequential is held against the FMA kernel's bound" /usr/bin/python3 -c '
+import json, sys
+c = {c["case"]: c for c in json.load(open(sys.argv[1]))}["gemm/fp32_sequential/512/threads:1"]
+assert c["cpu_family"] == "x86-64 running the AVX2 kernels" and c["bound"]["ratio"] == 1.0 and "FMA kernel" in c["bound"]["held_by"], c' "$tmp/out"
+fi
 # --blas-kernel sets OPENBLAS_CORETYPE for the command alone: the report names the kernel that ran.
 check "bench with a BLAS kernel" 0 '' -- "$fp8q" bench --filter '^gemm/openblas_sgemm/512/threads:1$' \
   --blas-kernel Haswell --repetitions 1 --min-time 0.01

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bounds.hpp"
 #include "fp8q/numerics/isa.hpp"
 #include "registry.hpp"
 #include "runner.hpp"
@@ -132,12 +133,19 @@ void run(BenchArgs a) {
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   const std::string blas_line = "OpenBLAS kernel: " + bench::openblas_kernel() + " (OPENBLAS_CORETYPE " +
                                 (coretype != nullptr && *coretype != 0 ? std::string(coretype) : "unset") + ")";
+  const bench::CpuFamily family = bench::cpu_family();
   if (!a.json) {
     std::printf("cpu: %s\n", cpu_line().c_str());
+    std::printf("cpu family: %s; bound = the largest ratio this family allows the case's kernel "
+                "(docs/performance.md), - where none is derived\n",
+                std::string(bench::cpu_family_name(family)).c_str());
     std::printf("isa: %s; figures are medians of %d repetitions; ratio = case / baseline\n",
                 std::string(isa_name(active_isa())).c_str(), a.repetitions);
     if (blas) std::printf("%s\n", blas_line.c_str());
-    std::printf("\n%-44s %10s  %-32s %10s %8s\n", "case", "GB/s", "baseline", "GB/s", "ratio");
+    if (blas && bench::openblas_kernel() != suited_blas_kernel())
+      std::printf("GEMM bounds hold against OpenBLAS's %s kernel (--blas-kernel auto); none is shown\n",
+                  suited_blas_kernel().c_str());
+    std::printf("\n%-44s %10s  %-32s %10s %8s %6s\n", "case", "GB/s", "baseline", "GB/s", "ratio", "bound");
   }
   for (const auto& c : bench::cases()) {
     if (!std::regex_search(c.name, wanted) || !by_name.count(c.name)) continue;
@@ -147,7 +155,13 @@ void run(BenchArgs a) {
                      {"items_per_second", m.items_per_second},
                      {"ms_per_iteration", m.real_time_ms},
                      {"ran", m.label},
+                     {"cpu_family", bench::cpu_family_name(family)},
+                     {"bound", nullptr},
                      {"baselines", nlohmann::json::array()}};
+    // a GEMM's bound is against the sgemm of the OpenBLAS kernel that suits the CPU
+    const bool gemm_bound = c.name.rfind("gemm/", 0) != 0 || bench::openblas_kernel() == suited_blas_kernel();
+    const bench::Bound bound = gemm_bound ? bench::bound_of(c.name, family).value_or(bench::Bound{}) : bench::Bound{};
+    if (bound.ratio > 0) j["bound"] = {{"ratio", bound.ratio}, {"held_by", bound.held_by}};
     if (!a.json) {
       // cases that move no counted bytes (searches, GEMMs) show their time per iteration
       if (m.bytes_per_second > 0) {
@@ -164,13 +178,17 @@ void run(BenchArgs a) {
                            : base.items_per_second > 0 ? m.items_per_second / base.items_per_second  // GEMMs: flops
                                                        : 0.0;
       j["baselines"].push_back({{"name", b}, {"bytes_per_second", base.bytes_per_second}, {"ratio", ratio}});
-      if (!a.json)
-        std::printf("%s  %-32s %10.2f %8.2f\n", first ? "" : std::string(55, ' ').c_str(), b.c_str(),
+      if (!a.json) {
+        std::printf("%s  %-32s %10.2f %8.2f", first ? "" : std::string(55, ' ').c_str(), b.c_str(),
                     base.bytes_per_second / 1e9, ratio);
+        if (first && bound.ratio > 0) std::printf(" %6.2f", bound.ratio);  // against the first baseline
+        std::printf("\n");
+      }
       first = false;
     }
     if (!a.json && first) std::printf("\n");
     if (!a.json && !m.label.empty()) std::printf("%55s(%s)\n", "", m.label.c_str());
+    if (!a.json && bound.ratio > 0) std::printf("%55s(bound: %s)\n", "", std::string(bound.held_by).c_str());
     out.push_back(j);
   }
   if (a.json) std::printf("%s\n", out.dump(2).c_str());
