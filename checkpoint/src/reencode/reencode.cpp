@@ -143,25 +143,30 @@ void over_rows(std::size_t rows, std::size_t unit, int threads, const Body& body
 }
 
 // c.changed / c.max_change: a's exact values against b's (same shape; NaN equals NaN). The sum
-// and the maximum do not depend on how the rows are split.
-void count_changes(const DequantView& a, const DequantView& b, Conversion& c, int threads, const RowKernels& k) {
+// and the maximum do not depend on how the rows are split. With `limit`, the count may stop once
+// it is known to exceed it (one thread's share alone does); returns whether it did.
+bool count_changes(const DequantView& a, const DequantView& b, Conversion& c, int threads, const RowKernels& k,
+                   std::optional<std::uint64_t> limit = std::nullopt) {
   const Decoder da(a, k), db(b, k);
   std::mutex m;
+  std::atomic<bool> exceeded{false};
   c.changed = 0;
   c.max_change = 0;
   over_rows(a.rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
     std::vector<double> x(a.cols), y(a.cols), s(a.cols);
     std::uint64_t changed = 0;
     double largest = 0;
-    for (std::size_t r = r0; r < r1; ++r) {
+    for (std::size_t r = r0; r < r1 && !exceeded; ++r) {
       da.row(r, s.data(), x.data());
       db.row(r, s.data(), y.data());
       k.differences(x.data(), y.data(), a.cols, changed, largest);
+      if (limit && changed > *limit) exceeded = true;
     }
     const std::lock_guard<std::mutex> lock(m);
     c.changed += changed;
     c.max_change = std::max(c.max_change, largest);
   });
+  return exceeded;
 }
 
 // The smallest j with amax <= max_finite * 2^j * base.
@@ -379,8 +384,10 @@ Reencoded reencode(const DequantView& source, const Layout& target, WeightRef w,
   auto e = source_scaled_encoding(source, r.q.view, threads, options.isa);
   if (!e || e->changed > 0) {
     r.report.path = "requantized";
-    count_changes(source, r.q.view, r.report, threads, k);
-    if (!e || e->changed >= r.report.changed) return r;
+    // the requantized weight's changes only while they could be no more than the re-encoding's
+    const bool more = count_changes(source, r.q.view, r.report, threads, k,
+                                    e ? std::optional<std::uint64_t>(e->changed) : std::nullopt);
+    if (!more && (!e || e->changed >= r.report.changed)) return r;
   }
   try {
     r.q.tensors = target.store(w, e->view, options);
