@@ -142,6 +142,16 @@ StoredTensor require(const TensorLookup& lookup, const std::string& name, DType 
   return t;
 }
 
+float positive_scalar_scale(const TensorLookup& lookup, const std::string& name) {
+  const StoredTensor probe = lookup(name);
+  const bool scalar = probe.info != nullptr && probe.info->shape.empty();
+  const StoredTensor t = require(lookup, name, DType::kF32, scalar ? std::vector<std::uint64_t>{} : std::vector<std::uint64_t>{1});
+  const float s = decode_scales(t.bytes, DType::kF32)[0];
+  if (!is_finite_positive(s))
+    throw FormatError("tensor " + detail::quote(name) + " is " + float_text(s) + ": a per-tensor scale must be finite and positive");
+  return s;
+}
+
 namespace {
 DequantView codes_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes) {
   DequantView v;

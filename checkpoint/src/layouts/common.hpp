@@ -74,6 +74,10 @@ std::vector<std::byte> to_bytes(std::span<const std::uint8_t> codes);
 // A stored tensor that must exist with this dtype and shape (FormatError naming it otherwise).
 StoredTensor require(const TensorLookup& lookup, const std::string& name, DType dtype,
                      const std::vector<std::uint64_t>& shape);
+// A per-tensor F32 multiplier stored as [] or [1] (ModelOpt's weight_scale, weight_scale_2):
+// FormatError naming the tensor when it is missing, of another dtype or shape, or not finite
+// and positive.
+float positive_scalar_scale(const TensorLookup& lookup, const std::string& name);
 
 DequantView grid_view(FormatId element, std::size_t rows, std::size_t cols, std::vector<std::uint8_t> codes,
                       const BlockGrid& grid, std::vector<float> scale_inv);

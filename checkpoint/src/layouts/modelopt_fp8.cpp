@@ -13,7 +13,6 @@
 // config.json quantization_config {"quant_method": "modelopt", "quant_algo": "FP8", ...}.
 #include <cstring>
 
-#include "fp8q/numerics/convert.hpp"
 #include "layouts/common.hpp"
 #include "layouts/registry.hpp"
 #include "safetensors/text.hpp"
@@ -34,18 +33,11 @@ class ModeloptFp8 final : public ReadOnlyLayout {
                         const LayoutOptions&) const override {
     const std::size_t rows = shape[0], cols = shape[1];
     const StoredTensor q = require(lookup, module + ".weight", DType::kF8_E4M3, shape);
-    const std::string scale_name = module + ".weight_scale";
-    const StoredTensor probe = lookup(scale_name);
-    const bool scalar = probe.info != nullptr && probe.info->shape.empty();
-    const StoredTensor s = require(lookup, scale_name, DType::kF32, scalar ? std::vector<std::uint64_t>{} : std::vector<std::uint64_t>{1});
-    const std::vector<float> scale = decode_scales(s.bytes, DType::kF32);
-    if (!is_finite_positive(scale[0]))
-      throw FormatError("tensor " + detail::quote(scale_name) + " is " + float_text(scale[0]) +
-                        ": a weight scale must be finite and positive");
+    const float scale = positive_scalar_scale(lookup, module + ".weight_scale");
     std::vector<std::uint8_t> codes(rows * cols);
     std::memcpy(codes.data(), q.bytes.data(), codes.size());
     return grid_view(FormatId::kE4M3FN, rows, cols, std::move(codes), block_grid(Granularity::tensor(), {rows, cols}),
-                     scale);
+                     {scale});
   }
   std::vector<std::string> companion_names(const std::string& module) const override {
     return {module + ".weight_scale", module + ".input_scale", module + ".k_scale", module + ".v_scale"};

@@ -45,14 +45,7 @@ class ModeloptNvfp4 final : public ReadOnlyLayout {
                         " is not a multiple of 16 (NVFP4 blocks)");
     const StoredTensor q = require(lookup, module + ".weight", DType::kU8, {rows, cols / 2});
     const StoredTensor s = require(lookup, module + ".weight_scale", DType::kF8_E4M3, {rows, cols / 16});
-    const std::string s2_name = module + ".weight_scale_2";
-    const StoredTensor probe = lookup(s2_name);
-    const bool scalar = probe.info != nullptr && probe.info->shape.empty();
-    const StoredTensor g = require(lookup, s2_name, DType::kF32, scalar ? std::vector<std::uint64_t>{} : std::vector<std::uint64_t>{1});
-    const float s2 = decode_scales(g.bytes, DType::kF32)[0];
-    if (!is_finite_positive(s2))
-      throw FormatError("tensor " + detail::quote(s2_name) + " is " + float_text(s2) +
-                        ": a second-level scale must be finite and positive");
+    const float s2 = positive_scalar_scale(lookup, module + ".weight_scale_2");
     std::vector<std::uint8_t> codes(rows * cols);
     unpack_fp4({reinterpret_cast<const std::uint8_t*>(q.bytes.data()), q.bytes.size()}, codes);
     std::vector<float> block(s.bytes.size());
