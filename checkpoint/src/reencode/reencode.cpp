@@ -68,7 +68,6 @@ class Decoder {
     const std::uint8_t* q = v_.codes.data() + r * v_.cols;
     if (!rule_ || k_.decode_rule(q, *rule_, s, v_.cols, x) != 0) k_.decode(q, code_.data(), s, v_.cols, x);
   }
-  const std::array<double, 256>& codes() const { return code_; }
 
  private:
   void fill(double* s, std::size_t c0, double value) const {
