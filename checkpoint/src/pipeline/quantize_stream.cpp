@@ -67,7 +67,7 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
       for (const auto& sp : items[i].specs) specs.push_back(sp);
     Writer writer(dir / file, specs, meta);
     // Weight i's output is written and its error measured (a WriteJob) while weight i + 1 is
-    // quantized: `helpers` = threads / 2 threads start on the job at once, the layout
+    // quantized (a high-precision input's; a quantized input's weights take turns, below): `helpers` = threads / 2 threads start on the job at once, the layout
     // quantizes with the other threads - helpers, and the calling thread then joins the job
     // (finish_pending) before the next weight's job starts. Layouts and the error figures
     // give the same bits for any thread count, so the file does not depend on the split. The
@@ -79,8 +79,9 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
     const int helpers = threads / 2;
     LayoutOptions quantize_options = opt.layout_options;
     quantize_options.threads = threads - helpers;
-    // A quantized input's conversion takes several times its job's time: it runs on every
-    // thread, beside the previous weight's job.
+    // A quantized input's conversion takes several times its job's time and holds about 9
+    // bytes a value: it runs on every thread once the previous weight's job (and its buffers)
+    // is done.
     LayoutOptions convert_options = opt.layout_options;
     convert_options.threads = threads;
     struct Pending {
@@ -153,6 +154,7 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
       QuantizedWeight q;
       if (it.source) {
         // A quantized input's weight: its exact values into the layout (reencode.hpp).
+        finish_pending();
         try {
           const DequantView v = reencode::read_source(*source, model, *it.source);
           if (checked.dequantize_to) {
