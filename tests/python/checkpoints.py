@@ -133,11 +133,12 @@ def check_weights(model: torch.nn.Module, q: dict[str, torch.Tensor], layout: st
     return checked
 
 
-def modelopt_fp8_export(directory: Path, dtype: torch.dtype, replace: dict[str, torch.Tensor], layers: int = 1,
-                        kv_cache: bool = False):
-    """ModelOpt's own FP8 flow on a small Llama of `layers` layers in `dtype` whose named weights are
-    replaced: mtq.quantize(FP8_DEFAULT_CFG, with FP8_KV_CFG's KV-cache quantizers if `kv_cache`)
-    with a calibration forward pass, then export_hf_checkpoint.
+def modelopt_export(directory: Path, dtype: torch.dtype, replace: dict[str, torch.Tensor], layers: int = 1,
+                        kv_cache: bool = False, algorithm: str = "FP8"):
+    """ModelOpt's own flow on a small Llama of `layers` layers in `dtype` whose named weights are
+    replaced: mtq.quantize(FP8_DEFAULT_CFG, or NVFP4_DEFAULT_CFG for algorithm "NVFP4"; with
+    FP8_KV_CFG's KV-cache quantizers if `kv_cache`) with a calibration forward pass, then
+    export_hf_checkpoint.
     Returns the weights before quantization and the exported tensors."""
     import modelopt.torch.quantization as mtq
     from modelopt.torch.export import export_hf_checkpoint
@@ -154,10 +155,10 @@ def modelopt_fp8_export(directory: Path, dtype: torch.dtype, replace: dict[str, 
                 p.copy_(replace[name])
             originals[name] = p.detach().clone()
     ids = torch.randint(0, 128, (1, 8), generator=torch.Generator().manual_seed(1))
-    config = dict(mtq.FP8_DEFAULT_CFG)
+    config = dict(mtq.FP8_DEFAULT_CFG if algorithm == "FP8" else mtq.NVFP4_DEFAULT_CFG)
     if kv_cache:
         config["quant_cfg"] = list(config["quant_cfg"]) + list(mtq.FP8_KV_CFG["quant_cfg"])
     model = mtq.quantize(model, config, lambda m: m(ids))
     export_hf_checkpoint(model, dtype=dtype, export_dir=str(directory))
-    assert json.loads((directory / "hf_quant_config.json").read_text())["quantization"]["quant_algo"] == "FP8"
+    assert json.loads((directory / "hf_quant_config.json").read_text())["quantization"]["quant_algo"] == algorithm
     return originals, tensors(directory)

@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import save_file
 
 import fp8q
-from checkpoints import modelopt_fp8_export, tensors
+from checkpoints import modelopt_export, tensors
 
 ct = pytest.importorskip("compressed_tensors")
 from compressed_tensors.quantization import preset_name_to_scheme  # noqa: E402
@@ -131,7 +131,7 @@ def test_python_like_modelopt_equals_its_export(tmp_path, dtype):
     replace = {"model.layers.0.mlp.up_proj.weight": hostile_weight(dtype),
                "model.layers.0.self_attn.k_proj.weight": torch.zeros(192, 384, dtype=dtype),
                "model.layers.0.self_attn.v_proj.weight": tiny}
-    originals, exported = modelopt_fp8_export(tmp_path / "modelopt", dtype, replace)
+    originals, exported = modelopt_export(tmp_path / "modelopt", dtype, replace)
     checked = differ = 0
     zero = "model.layers.0.self_attn.k_proj.weight"
     assert float(exported[zero + "_scale"]) == 0 and exported[zero].float().isnan().all()

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from checkpoints import DTYPE, loaders_weight, modelopt_fp8_export, tensors
+from checkpoints import DTYPE, loaders_weight, modelopt_export, tensors
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("compressed_tensors")
@@ -240,7 +240,7 @@ def test_modelopt_fp8_input(tmp_path, cli, target, kept):
     each converted value against the input's code x weight_scale decoded here. An all-zero weight,
     which the export writes as scale 0 and NaN codes, is refused by name."""
     pytest.importorskip("modelopt.torch.quantization")
-    modelopt_fp8_export(tmp_path / "in", torch.bfloat16, {}, layers=2, kv_cache=True)
+    modelopt_export(tmp_path / "in", torch.bfloat16, {}, layers=2, kv_cache=True)
     assert "model.layers.1.self_attn.v_proj.v_scale" in tensors(tmp_path / "in")
     done = run(cli, "inspect", str(tmp_path / "in"))
     assert 'read as: layout modelopt-fp8 (hf_quant_config.json quant_algo "FP8" (ModelOpt))' in done.stdout, done.stdout
@@ -253,7 +253,37 @@ def test_modelopt_fp8_input(tmp_path, cli, target, kept):
     assert (total == 0) == kept, total
     assert not any(k.endswith(("input_scale", "k_scale", "v_scale")) for k in tensors(tmp_path / "out"))
 
-    modelopt_fp8_export(tmp_path / "zero", torch.bfloat16, {"model.layers.0.self_attn.k_proj.weight": torch.zeros(192, 384)})
+    modelopt_export(tmp_path / "zero", torch.bfloat16, {"model.layers.0.self_attn.k_proj.weight": torch.zeros(192, 384)})
     done = run(cli, "quantize", str(tmp_path / "zero"), str(tmp_path / "zero-out"), "--layout", "trn2")
     assert done.returncode == 2 and "model.layers.0.self_attn.k_proj.weight_scale\" is 0" in done.stderr, done.stderr
     assert not (tmp_path / "zero-out").exists()
+
+
+def test_modelopt_nvfp4_export_dequantizes_exactly(tmp_path, cli):
+    """A checkpoint written by ModelOpt's own NVFP4 flow (mtq.quantize with NVFP4_DEFAULT_CFG,
+    export_hf_checkpoint; it gives fused projections one weight_scale_2): every value fp8q
+    dequantizes to fp32 is code x s x S2 computed exactly here and rounded once, and ModelOpt's
+    own NVFP4QTensor.dequantize, which rounds s x S2 to fp32 first, differs from it on some."""
+    from modelopt.torch.quantization.qtensor.nvfp4_tensor import NVFP4QTensor
+
+    modelopt_export(tmp_path / "in", torch.bfloat16, {}, layers=2, algorithm="NVFP4")
+    done = run(cli, "dequantize", str(tmp_path / "in"), str(tmp_path / "out"), "--dtype", "f32", "--json")
+    assert done.returncode == 0, done.stderr
+    q, out = tensors(tmp_path / "in"), tensors(tmp_path / "out")
+    e2m1 = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0.0, -.5, -1, -1.5, -2, -3, -4, -6], dtype=torch.float64)
+    checked = theirs_differ = 0
+    for name, packed in q.items():
+        if not name.endswith(".weight") or packed.dtype != torch.uint8:
+            continue
+        module = name[: -len(".weight")]
+        s, s2 = q[module + ".weight_scale"], q[module + ".weight_scale_2"]
+        codes = torch.stack((packed & 0xF, packed >> 4), dim=-1).reshape(packed.shape[0], -1).long()
+        exact = e2m1[codes] * s.to(torch.float64).repeat_interleave(16, dim=1) * float(s2)
+        assert torch.equal(out[name], exact.to(torch.float32)), name
+        rows, half = packed.shape
+        theirs = NVFP4QTensor((rows, 2 * half), torch.float32, packed).dequantize(
+            dtype=torch.float32, scale=s, double_scale=s2, block_sizes={-1: 16})
+        theirs_differ += int((theirs != out[name]).sum())
+        checked += 1
+    assert checked == 14
+    assert theirs_differ > 0
