@@ -67,7 +67,7 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
       for (const auto& sp : items[i].specs) specs.push_back(sp);
     Writer writer(dir / file, specs, meta);
     // Weight i's output is written and its error measured (a WriteJob) while weight i + 1 is
-    // quantized (a high-precision input's; a quantized input's weights take turns, below): `helpers` = threads / 2 threads start on the job at once, the layout
+    // quantized: `helpers` = threads / 2 threads start on the job at once, the layout
     // quantizes with the other threads - helpers, and the calling thread then joins the job
     // (finish_pending) before the next weight's job starts. Layouts and the error figures
     // give the same bits for any thread count, so the file does not depend on the split. The
@@ -80,8 +80,8 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
     LayoutOptions quantize_options = opt.layout_options;
     quantize_options.threads = threads - helpers;
     // A quantized input's conversion takes several times its job's time and holds about 9
-    // bytes a value: it runs on every thread once the previous weight's job (and its buffers)
-    // is done.
+    // bytes a value: it runs on every thread beside the previous weight's job, which then only
+    // writes (its error figures are measured before, and its fp32 copy released).
     LayoutOptions convert_options = opt.layout_options;
     convert_options.threads = threads;
     struct Pending {
@@ -154,7 +154,6 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
       QuantizedWeight q;
       if (it.source) {
         // A quantized input's weight: its exact values into the layout (reencode.hpp).
-        finish_pending();
         try {
           const DequantView v = reencode::read_source(*source, model, *it.source);
           if (checked.dequantize_to) {
@@ -243,7 +242,13 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
       for (const auto& t : p.q.tensors) outputs.emplace_back(t.bytes);
       std::size_t chunks = 0;
       WriteJob::Work work;
-      if (opt.measure) {
+      if (opt.measure && it.source) {  // measured now, so that only the output waits for the job
+        p.rep.stats = measure_error(p.data, p.measured.dtype, p.q.view, threads, opt.layout_options.isa);
+        if (!opt.allow_nonfinite && p.rep.stats.nonfinite > 0) throw_if_nonfinite(p.measured, p.data, opt.layout_options);
+        p.decoded = {};
+        p.data = {};
+        p.q.view = {};
+      } else if (opt.measure) {
         p.measure = std::make_unique<detail::ErrorMeasurement>(p.data, p.measured.dtype, p.q.view,
                                                                  resolve_isa(opt.layout_options.isa, "LayoutOptions::isa"));
         p.scratch.resize(static_cast<std::size_t>(helpers) + 1);
