@@ -1,6 +1,6 @@
 // The bound each benchmark case is held against on the CPU it runs on: the largest ratio to
-// its baseline that the kernel's instruction mix (or the memory traffic it shares with the
-// baseline) allows on that CPU family, where docs/performance.md derives one.
+// its first baseline that the kernel's instruction mix allows on that CPU family, where
+// docs/performance.md derives one.
 #pragma once
 
 #include <optional>
@@ -10,10 +10,10 @@
 namespace fp8q::bench {
 
 enum class CpuFamily {
-  kAmdZen4,     // AMD family 25 with AVX-512
-  kAmdZen5,     // AMD family 26
+  kAmdZen4,          // AMD family 25 with AVX-512
+  kAmdZen5,          // AMD family 26
   kIntelAvx512Bf16,  // Intel Sapphire / Emerald / Granite Rapids (AVX-512 BF16)
-  kAvx2,        // x86-64 running the AVX2 kernels: no AVX-512 (Zen 3, Intel client cores), or FP8Q_ISA=avx2
+  kAvx2,             // x86-64 running the AVX2 kernels: no AVX-512, or FP8Q_ISA=avx2
   kOther,
 };
 // From CPUID (vendor, family, AVX-512 BF16) and the ISA fp8q's kernels run (active_isa()).
