@@ -90,9 +90,9 @@ def quantize(
     llm-compressor writes) bit for bit: e4m3fn, ``scale_op="divide"``, tensor / row / block
     granularity, the scale and each quotient rounded to x's dtype as torch computes them
     (docs/checkpoints.md, "Producer presets"); fp8q's own (``"fp8q"``) rounds each value once.
-    ``like="modelopt"`` reproduces NVIDIA ModelOpt's FP8 export (quant_algo FP8): e4m3fn,
-    ``scale_op="divide"``, per tensor, the scale amax / 448 in float32 and each quotient rounded
-    to x's dtype.
+    ``like="modelopt"`` reproduces NVIDIA ModelOpt's FP8 exports: e4m3fn, ``scale_op="divide"``,
+    the scale amax / 448 in float32; per tensor (quant_algo FP8) each quotient is rounded to x's
+    dtype first, per row (FP8_PER_CHANNEL_PER_TOKEN) and per 128x128 block (fp8_pb_wo) it is not.
 
     Example:
         >>> import torch, fp8q

@@ -38,6 +38,9 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
   if (data.size() != grid.rows * grid.cols * esz || codes.size() != grid.rows * grid.cols ||
       scale_inv.size() != grid.grid_size())
     throw std::invalid_argument("quantize_like_producer: sizes do not match the grid");
+  if (producer == Producer::kModelOpt && grid.grid_size() > 1)
+    throw std::invalid_argument("quantize_like_producer: ModelOpt's preset here is per tensor (its per-row and "
+                                "per-block FP8 are fp8q's own divide form)");
   std::vector<float> amaxes(grid.grid_size());
   block_amax(data, from, grid, amaxes, bulk.threads);
   // torch's eps of D: 2^-23, 2^-7 (bf16), 2^-10 (fp16)

@@ -77,16 +77,16 @@ namespace {
 // The layout quantize() gives `shape` (no codes or scales yet), after checking the arguments.
 // A producer's FP8 quantizer (quant/producer.hpp) has one form: e4m3fn, scale_inv divided, no
 // margin, epsilon or power of two, nearest-even (the options' defaults otherwise); per tensor,
-// row or block for compressed-tensors, per tensor for ModelOpt.
+// row or block for compressed-tensors, per tensor, row or 128x128 block for ModelOpt.
 void check_producer_options(const QuantizeOptions& o) {
   const GranularityKind k = o.granularity.kind;
   const bool ct = o.like == Producer::kCompressedTensors;
   const std::string like = "like " + std::string(producer_name(o.like)) + ": ";
-  if (o.element != FormatId::kE4M3FN ||
-      (k != GranularityKind::kTensor && (!ct || (o.granularity != Granularity::row() && k != GranularityKind::kBlock))))
-    throw std::invalid_argument(like + "its FP8 quantizer writes e4m3fn per " + (ct ? "tensor, row or block" : "tensor") +
-                                ", not " + std::string(format_of(o.element).name) + " per " +
-                                granularity_name(o.granularity) +
+  const bool block = ct ? k == GranularityKind::kBlock : o.granularity == Granularity::block(128, 128);
+  if (o.element != FormatId::kE4M3FN || (k != GranularityKind::kTensor && o.granularity != Granularity::row() && !block))
+    throw std::invalid_argument(like + "its FP8 quantizer writes e4m3fn per tensor, row or " +
+                                (ct ? "block" : "128x128 block") + ", not " + std::string(format_of(o.element).name) +
+                                " per " + granularity_name(o.granularity) +
                                 (ct && k == GranularityKind::kMx ? " (its MX scales are mx_rule compressed-tensors)" : ""));
   if (o.apply != ScaleOp::kDivide || o.amax.margin != 0 || bits_of(o.amax.amax_epsilon) != 0 || o.amax.power_of_two ||
       o.convert.rounding != Rounding::kNearestEven || o.convert.overflow != Overflow::kSaturate)
@@ -169,7 +169,9 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
   if (o.granularity.kind == GranularityKind::kMx) {
     convert_mx(data, from, q.grid.rows, q.grid.cols, kMxBlock, codes, out.scales, elem,
                mx_scale_table(elem, o.mx_rule), o.convert, o.bulk);
-  } else if (o.like != Producer::kFp8q) {
+  } else if (o.like == Producer::kCompressedTensors ||
+             (o.like == Producer::kModelOpt && o.granularity.kind == GranularityKind::kTensor)) {
+    // (ModelOpt's per-row and per-block FP8 divide by a dimensioned fp32 scale: fp8q's own form)
     const std::size_t blocks = q.grid.grid_size();
     quantize_like_producer(o.like, data, from, q.grid, codes, out.scale_inv.first(blocks), o.bulk);
     if (blocks == 0) out.scale_inv[0] = 1.0f;  // an empty per-tensor grid

@@ -136,8 +136,9 @@ def check_weights(model: torch.nn.Module, q: dict[str, torch.Tensor], layout: st
 def modelopt_export(directory: Path, dtype: torch.dtype, replace: dict[str, torch.Tensor], layers: int = 1,
                         kv_cache: bool = False, algorithm: str = "FP8"):
     """ModelOpt's own flow on a small Llama of `layers` layers in `dtype` whose named weights are
-    replaced: mtq.quantize(FP8_DEFAULT_CFG, or NVFP4_DEFAULT_CFG for algorithm "NVFP4"; with
-    FP8_KV_CFG's KV-cache quantizers if `kv_cache`) with a calibration forward pass, then
+    replaced: mtq.quantize with the config of the quant_algo `algorithm` writes (FP8_DEFAULT_CFG,
+    FP8_PER_CHANNEL_PER_TOKEN_CFG, FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG, NVFP4_DEFAULT_CFG; with
+    FP8_KV_CFG's KV-cache quantizers if `kv_cache`) and a calibration forward pass, then
     export_hf_checkpoint.
     Returns the weights before quantization and the exported tensors."""
     import modelopt.torch.quantization as mtq
@@ -155,7 +156,8 @@ def modelopt_export(directory: Path, dtype: torch.dtype, replace: dict[str, torc
                 p.copy_(replace[name])
             originals[name] = p.detach().clone()
     ids = torch.randint(0, 128, (1, 8), generator=torch.Generator().manual_seed(1))
-    config = dict(mtq.FP8_DEFAULT_CFG if algorithm == "FP8" else mtq.NVFP4_DEFAULT_CFG)
+    config = dict({"FP8": mtq.FP8_DEFAULT_CFG, "FP8_PER_CHANNEL_PER_TOKEN": mtq.FP8_PER_CHANNEL_PER_TOKEN_CFG,
+                   "fp8_pb_wo": mtq.FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG, "NVFP4": mtq.NVFP4_DEFAULT_CFG}[algorithm])
     if kv_cache:
         config["quant_cfg"] = list(config["quant_cfg"]) + list(mtq.FP8_KV_CFG["quant_cfg"])
     model = mtq.quantize(model, config, lambda m: m(ids))

@@ -120,6 +120,25 @@ def test_python_like_compressed_tensors_equals_its_quantizer(dtype, strategy):
         assert not torch.equal(plain.codes.view(torch.uint8), want_codes)
 
 
+@pytest.mark.parametrize("algorithm,granularity", [("FP8_PER_CHANNEL_PER_TOKEN", "row"), ("fp8_pb_wo", "block128x128")])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_python_like_modelopt_per_row_and_block_equals_its_export(tmp_path, dtype, algorithm, granularity):
+    """fp8q.quantize(w, granularity=row / block128x128, like="modelopt") gives every code and
+    scale of ModelOpt's own per-channel and 2-D block FP8 exports, the hostile weight (zero row,
+    subnormals, ties) among them; there fp8q's own divide form is ModelOpt's arithmetic."""
+    replace = {"model.layers.0.mlp.up_proj.weight": hostile_weight(dtype)}
+    originals, exported = modelopt_export(tmp_path / "modelopt", dtype, replace, algorithm=algorithm)
+    checked = 0
+    for name, w in originals.items():
+        if name + "_scale" not in exported:
+            continue
+        q = fp8q.quantize(w, "e4m3fn", granularity=granularity, scale_op="divide", like="modelopt")
+        assert torch.equal(q.codes.view(torch.uint8), exported[name].view(torch.uint8)), name
+        assert torch.equal(q.scales.flatten(), exported[name + "_scale"].flatten()), name
+        checked += 1
+    assert checked == 7
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
 def test_python_like_modelopt_equals_its_export(tmp_path, dtype):
     """fp8q.quantize(w, like="modelopt") gives every weight's codes and weight_scale of ModelOpt's
@@ -158,7 +177,7 @@ def test_python_like_refuses_what_the_producer_does_not_do():
                    dict(granularity="mx"), dict(granularity="row", scale_op="divide", margin=1)]:
         with pytest.raises(ValueError, match="like compressed-tensors"):
             fp8q.quantize(w, "e4m3fn", like="compressed-tensors", **kwargs)
-    with pytest.raises(ValueError, match="like modelopt: its FP8 quantizer writes e4m3fn per tensor"):
-        fp8q.quantize(w, "e4m3fn", granularity="row", scale_op="divide", like="modelopt")
+    with pytest.raises(ValueError, match="like modelopt: its FP8 quantizer writes e4m3fn per tensor, row or 128x128 block"):
+        fp8q.quantize(w, "e4m3fn", granularity="col", scale_op="divide", like="modelopt")
     with pytest.raises(ValueError, match="like: unknown 'transformer-engine'"):
         fp8q.quantize(w, "e4m3fn", scale_op="divide", like="transformer-engine")

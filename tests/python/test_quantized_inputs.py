@@ -77,6 +77,10 @@ def exact_weights(q: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         else:
             scale = q[module + ".weight_scale"]
             scale = torch.exp2(scale.to(torch.float64) - 127) if scale.dtype == torch.uint8 else scale.to(torch.float64)
+        if scale.dim() == 1 and scale.numel() == rows > 1:  # ModelOpt per channel: [out]
+            scale = scale.reshape(rows, 1)
+        elif scale.dim() == 4:  # ModelOpt fp8_pb_wo: [out / 128, 1, in / 128, 1]
+            scale = scale.reshape(scale.shape[0], scale.shape[2])
         if scale.numel() == 1:
             full = scale.reshape(1, 1).expand(rows, cols)
         elif scale.shape == (rows, 1):
@@ -231,6 +235,22 @@ def test_fbgemm_fp8_input(tmp_path, cli, loader_models, target, kept):
     done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), *LAYOUT_ARGS[target], "--json")
     assert done.returncode == 0, done.stderr
     assert (check_report(done.stdout, tmp_path / "in", tmp_path / "out", "fbgemm-fp8") == 0) == kept
+
+
+@pytest.mark.parametrize("algorithm", ["FP8_PER_CHANNEL_PER_TOKEN", "fp8_pb_wo"])
+def test_modelopt_fp8_channel_and_block_inputs(tmp_path, cli, algorithm):
+    """ModelOpt's per-channel and 128x128-block FP8 exports (their own flow): read with their
+    granularity and converted into trn2 and trn3-mx, each value against code x weight_scale. (Its
+    blocks pad 192-row weights, which trn2's 128x128 blocks refuse: trn2 per row here.)"""
+    pytest.importorskip("modelopt.torch.quantization")
+    modelopt_export(tmp_path / "in", torch.bfloat16, {}, layers=2, algorithm=algorithm)
+    done = run(cli, "inspect", str(tmp_path / "in"))
+    assert f'read as: layout modelopt-fp8 (hf_quant_config.json quant_algo "{algorithm}" (ModelOpt))' in done.stdout
+    for target in ("trn2", "trn3-mx"):
+        row = ["--granularity", "row"] if target == "trn2" else []
+        done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / target), *LAYOUT_ARGS[target], *row, "--json")
+        assert done.returncode == 0, done.stderr
+        check_report(done.stdout, tmp_path / "in", tmp_path / target, "modelopt-fp8")
 
 
 @pytest.mark.parametrize("target,kept", [("trn2", False), ("trn3-mx", False), ("ct-mxfp8", False)])

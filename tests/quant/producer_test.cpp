@@ -99,6 +99,29 @@ TEST(Producer, ModelOptKeepsAnFp32ScaleAndRoundsQuotientsToBf16) {
   EXPECT_THROW(quantize(std::as_bytes(std::span(zeros)), kBF16, shape, like_modelopt()), std::invalid_argument);
 }
 
+TEST(Producer, ModelOptPerRowAndBlockIsTheDivideForm) {
+  // one rounding of x / s to fp32, then e4m3fn, and scale 1 for an all-zero row (its per-channel
+  // export sanitises a zero amax), as fp8q's own divide form; on bf16, where the per-tensor
+  // preset rounds quotients to bf16 first
+  std::vector<std::uint16_t> w(256 * 256);
+  std::mt19937 rng(5);
+  for (auto& x : w) x = static_cast<std::uint16_t>(0x3C00 + rng() % 0x0400) | static_cast<std::uint16_t>((rng() & 1) << 15);
+  for (std::size_t c = 0; c < 256; ++c) w[3 * 256 + c] = 0;
+  const std::uint64_t shape[] = {256, 256};
+  const auto data = std::as_bytes(std::span<const std::uint16_t>(w));
+  for (Granularity g : {Granularity::row(), Granularity::block(128, 128)}) {
+    QuantizeOptions mo = like_modelopt(), own = like_modelopt();
+    mo.granularity = own.granularity = g;
+    own.like = Producer::kFp8q;
+    const QuantizedTensor a = quantize(data, kBF16, shape, mo), b = quantize(data, kBF16, shape, own);
+    EXPECT_EQ(a.codes, b.codes) << granularity_name(g);
+    EXPECT_EQ(a.scale_inv, b.scale_inv) << granularity_name(g);
+  }
+  QuantizeOptions row = like_modelopt();
+  row.granularity = Granularity::row();
+  EXPECT_EQ(quantize(data, kBF16, shape, row).scale_inv[3], 1.0f);
+}
+
 TEST(Producer, SameBitsForEveryThreadCountAndFpEnvironment) {
   const auto w = weights(256 * 384);
   const std::uint64_t shape[] = {256, 384};
@@ -137,15 +160,16 @@ TEST(Producer, CompressedTensorsRefusesWhatItDoesNotDo) {
   rtz.convert.rounding = Rounding::kTowardZero;
   for (const QuantizeOptions& o : {multiply, e5m2, margin, rtz, like_ct(Granularity::column()), like_ct(Granularity::mx())})
     EXPECT_THROW(quantize(data, kF32, shape, o), std::invalid_argument);
-  // ModelOpt's FP8 export scales per tensor only
-  for (Granularity g : {Granularity::row(), Granularity::block(128, 128)}) {
+  // ModelOpt's FP8 exports scale per tensor, row or 128x128 block
+  for (Granularity g : {Granularity::column(), Granularity::block(64, 64), Granularity::mx()}) {
     QuantizeOptions o = like_modelopt();
     o.granularity = g;
     try {
       quantize(data, kF32, shape, o);
       ADD_FAILURE() << "accepted " << granularity_name(g);
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("like modelopt: its FP8 quantizer writes e4m3fn per tensor"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("like modelopt: its FP8 quantizer writes e4m3fn per tensor, row or 128x128 block"),
+                std::string::npos)
           << e.what();
     }
   }

@@ -120,14 +120,20 @@ DType model_dtype(const Model& model) {
 // quant_method "modelopt"), whose quant_algo names the format.
 QuantizedSource from_modelopt(const Json& q, const std::string& where) {
   const std::string algo = text_of(q, "quant_algo");
-  if (algo == "FP8") {  // per-tensor e4m3fn weights
+  // e4m3fn weights per tensor, output channel or 128x128 block
+  const std::map<std::string, Granularity> fp8 = {{"FP8", Granularity::tensor()},
+                                                  {"FP8_PER_CHANNEL_PER_TOKEN", Granularity::row()},
+                                                  {"fp8_pb_wo", Granularity::block(128, 128)}};
+  if (const auto g = fp8.find(algo); g != fp8.end()) {
     QuantizedSource s;
     s.layout = input_layout_named("modelopt-fp8");
-    s.described_by = where + " quant_algo \"FP8\" (ModelOpt)";
+    s.options.granularity = g->second;
+    s.described_by = where + " quant_algo " + quote(algo) + " (ModelOpt)";
     return s;
   }
   if (algo != "NVFP4")
-    refuse(where + ": quant_algo is " + quote(algo.empty() ? "?" : algo) + "; ModelOpt's FP8 and NVFP4 are read");
+    refuse(where + ": quant_algo is " + quote(algo.empty() ? "?" : algo) +
+           "; ModelOpt's FP8 (per tensor, FP8_PER_CHANNEL_PER_TOKEN, fp8_pb_wo) and NVFP4 are read");
   if (q.contains("group_size") && q["group_size"] != 16)
     refuse(where + ": group_size is " + q["group_size"].dump() + ", not 16");
   QuantizedSource s;

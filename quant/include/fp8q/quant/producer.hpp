@@ -33,6 +33,10 @@ std::string_view producer_name(Producer p);
 //                                                    which ModelOpt writes NaN codes) is refused
 //     q         = e4m3fn(D(fp32(x / scale_inv)))   nearest-even at each step, NaN beyond 448
 // For D = f32 both are fp8q's own divide form but for an all-zero block's scale (eps; refused).
+// ModelOpt's per-row and 128x128-block FP8 (FP8_PER_CHANNEL_PER_TOKEN_CFG,
+// FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG) divide by a dimensioned fp32 scale, one rounding to fp32
+// then e4m3fn, an all-zero block's scale 1: fp8q's own divide form, which quantize() gives for
+// them (this function takes only ModelOpt's per-tensor grid).
 // codes: grid.rows * grid.cols; scale_inv: one per block. The same bits for any thread count and
 // FP environment.
 void quantize_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
