@@ -42,6 +42,9 @@ def _split(x: Operand, name: str, fmt: Optional[FormatLike], transposed: bool = 
     if isinstance(x, QuantizedTensor):
         if fmt is not None and get(fmt).name != x.format:
             raise ValueError(f"{name} is {x.format} codes but {name}_format says {get(fmt).name}")
+        if x.global_scale_op != "divide":
+            raise ValueError(f"{name}: the GEMM takes NVFP4's global scale as a divisor (global_scale_op 'divide'), "
+                             f"not {x.global_scale_op!r}; requantize it with like='fp8q'")
         return x.codes, x.format, _granularity(x.granularity, transposed), x.scales, x.global_scale
     _args.tensor(x, name)
     return x, name_of(fmt), "tensor", None, None

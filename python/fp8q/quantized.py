@@ -34,7 +34,9 @@ class QuantizedTensor:
     float32 ``scale_inv`` (x ~= decode(q) * scale_inv) for tensor / row / col / block<R>x<C>,
     ``float8_e8m0fnu`` for mx (blocks of 32 along the last dimension), ``float8_e4m3fn`` for
     nvfp4 / nvfp4_16x16 (blocks of 16, or 16 x 16), whose ``global_scale`` is the float32 [1]
-    tensor scale S: x ~= decode(q) * fp32(scale / S) (docs/numerics.md section 5, "NVFP4").
+    tensor scale S: x ~= decode(q) * fp32(scale / S) (docs/numerics.md section 5, "NVFP4"), or,
+    with ``global_scale_op="multiply"`` (ModelOpt's ``weight_scale_2``), x ~= decode(q) *
+    fp32(scale * S).
     """
 
     codes: torch.Tensor
@@ -42,6 +44,7 @@ class QuantizedTensor:
     format: str
     granularity: str
     global_scale: Optional[torch.Tensor] = None
+    global_scale_op: ScaleOp = "divide"
 
     @property
     def shape(self) -> torch.Size:
@@ -93,6 +96,9 @@ def quantize(
     ``like="modelopt"`` reproduces NVIDIA ModelOpt's FP8 exports: e4m3fn, ``scale_op="divide"``,
     the scale amax / 448 in float32; per tensor (quant_algo FP8) each quotient is rounded to x's
     dtype first, per row (FP8_PER_CHANNEL_PER_TOKEN) and per 128x128 block (fp8_pb_wo) it is not.
+    With ``"e2m1"`` and ``granularity="nvfp4"`` it reproduces ModelOpt's NVFP4 export: the
+    ``global_scale`` is its ``weight_scale_2`` = amax / 2688, a multiplier
+    (``global_scale_op="multiply"``), and ``scales`` its ``weight_scale``.
 
     Example:
         >>> import torch, fp8q
@@ -110,6 +116,11 @@ def quantize(
         [0.0078125, 0.006683349609375]
         >>> fp8q.quantize(w, scale_op="divide", like="modelopt").scales.flatten().tolist()  # fp32(3 / 448)
         [0.0066964286379516125]
+        >>> m = fp8q.quantize(torch.tensor([[2688.0] * 8 + [-3.0] * 8]), "e2m1", granularity="nvfp4", like="modelopt")
+        >>> m.global_scale.tolist(), m.scales.float().tolist(), m.global_scale_op  # amax / 2688; 2688 / 6
+        ([1.0], [[448.0]], 'multiply')
+        >>> m.dequantize()[0, ::8].tolist()  # -3 / 448 rounds to 0 in e2m1
+        [2688.0, -0.0]
     """
     args = (
         _args.tensor(x, "x"),
@@ -125,10 +136,12 @@ def quantize(
         _args.u64(offset, "offset"),
     )
     if granularity.startswith("nvfp4"):  # two scales: the op returns the global one too
-        if _args.text(like, "like") != "fp8q":
-            raise ValueError(f"like: {like!r} has no NVFP4 preset; granularity {granularity!r} takes like='fp8q'")
-        codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(*args)
-        return QuantizedTensor(codes, scales, get(format).name, granularity, global_scale)
+        if _args.text(like, "like") not in ("fp8q", "modelopt"):
+            raise ValueError(f"like: {like!r} has no NVFP4 preset; granularity {granularity!r} takes like='fp8q' "
+                             "or 'modelopt'")
+        codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(*args, like)
+        op: ScaleOp = "multiply" if like == "modelopt" else "divide"
+        return QuantizedTensor(codes, scales, get(format).name, granularity, global_scale, op)
     codes, scales = torch.ops.fp8q.quantize(*args, _args.text(like, "like"))
     return QuantizedTensor(codes, scales, get(format).name, granularity)
 
@@ -145,7 +158,7 @@ def dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.float32) -> torch.
     if not isinstance(q, QuantizedTensor):
         raise TypeError(f"q must be a QuantizedTensor, not {type(q).__name__}")
     return torch.ops.fp8q.dequantize(q.codes, q.scales, q.granularity, q.format, _args.dtype(dtype, "dtype"),
-                                     q.global_scale)
+                                     q.global_scale, _args.text(q.global_scale_op, "global_scale_op"))
 
 
 def from_codes(
@@ -154,15 +167,18 @@ def from_codes(
     granularity: str,
     format: Optional[FormatLike] = None,
     global_scale: Optional[torch.Tensor] = None,
+    global_scale_op: ScaleOp = "divide",
 ) -> QuantizedTensor:
     """A QuantizedTensor from stored codes and scales (a checkpoint's), checked by dequantizing meta tensors.
 
     ``global_scale``: NVFP4's tensor scale S (float32, one element), for the nvfp4 granularities
-    only; its value is checked when the tensor is dequantized.
+    only; its value is checked when the tensor is dequantized. ``global_scale_op``: "divide"
+    (compressed-tensors' ``weight_global_scale``) or "multiply" (ModelOpt's ``weight_scale_2``).
     """
     _args.tensor(codes, "codes"), _args.tensor(scales, "scales"), _args.text(granularity, "granularity")
-    _args.optional_tensor(global_scale, "global_scale")
+    _args.optional_tensor(global_scale, "global_scale"), _args.text(global_scale_op, "global_scale_op")
     fmt = get(format).name if format is not None else get(codes.dtype).name
     meta_global = None if global_scale is None else global_scale.to("meta")
-    torch.ops.fp8q.dequantize(codes.to("meta"), scales.to("meta"), granularity, fmt, torch.float32, meta_global)
-    return QuantizedTensor(codes, scales, fmt, granularity, global_scale)
+    torch.ops.fp8q.dequantize(codes.to("meta"), scales.to("meta"), granularity, fmt, torch.float32, meta_global,
+                              global_scale_op)
+    return QuantizedTensor(codes, scales, fmt, granularity, global_scale, global_scale_op)

@@ -1,6 +1,9 @@
 // Producer presets (quant/producer.hpp).
 #include "fp8q/quant/producer.hpp"
 
+#include <algorithm>
+#include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -79,6 +82,60 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
     convert(std::as_bytes(std::span(x)), kF32, narrow, from, to_d, one);
     convert(narrow, from, std::as_writable_bytes(row), kE4M3FN, to_fp8, one);
   }
+}
+
+void quantize_nvfp4_like_modelopt(std::span<const std::byte> data, const Format& from, const BlockGrid& grid,
+                                  std::span<std::uint8_t> codes, std::span<std::uint8_t> scales, float& scale_2,
+                                  const BulkOptions& bulk) {
+  if (from != kF32 && from != kBF16 && from != kF16)
+    throw std::invalid_argument("modelopt's quantizer reads f32, bf16 or f16, not " + std::string(from.name));
+  if (grid.block_rows != 1 || grid.block_cols != 16)
+    throw std::invalid_argument("like modelopt: its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4)");
+  if (grid.cols % 16 != 0)
+    throw std::invalid_argument("like modelopt: its NVFP4 quantizer takes a last dimension that is a multiple of "
+                                "16, not " + std::to_string(grid.cols));
+  const std::size_t esz = from.storage_bytes();
+  if (data.size() != grid.rows * grid.cols * esz || codes.size() != grid.rows * grid.cols ||
+      scales.size() != grid.grid_size())
+    throw std::invalid_argument("quantize_nvfp4_like_modelopt: sizes do not match the grid");
+  std::vector<float> amaxes(grid.grid_size());
+  block_amax(data, from, grid, amaxes, bulk.threads);
+  // the tensor's amax: the largest block amax (>= 0 or NaN, whose patterns sort above)
+  const float amax = float_of(std::accumulate(amaxes.begin(), amaxes.end(), std::uint32_t{0},
+                                              [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); }));
+  const ScopedDefaultFpEnv env;  // the arithmetic below: IEEE nearest-even, subnormals kept
+  const float s2 = amax / 2688.0f;
+  if (!(s2 > 0) || !(s2 < std::numeric_limits<float>::infinity()))
+    throw std::invalid_argument("like modelopt: the tensor's amax is " + std::to_string(amax) +
+                                ", for which ModelOpt's NVFP4 export writes NaN scales (weight_scale_2 = " +
+                                std::to_string(s2) + ")");
+  const float six_s2 = 6.0f * s2;
+  std::vector<float> d(amaxes.size());
+  for (std::size_t b = 0; b < amaxes.size(); ++b) {
+    float s = amaxes[b] / six_s2;
+    if (s == 0) s = 1.0f;
+    s = std::min(std::max(s, 0x1p-9f), 448.0f);
+    scales[b] = static_cast<std::uint8_t>(encode_f32(s, kE4M3FN));  // in range: nearest-even
+    d[b] = decode_f32(scales[b], kE4M3FN) * s2;
+    if (d[b] == 0)
+      throw std::invalid_argument("like modelopt: block " + std::to_string(b) + "'s multiplier " +
+                                  std::to_string(decode_f32(scales[b], kE4M3FN)) + " x " + std::to_string(s2) +
+                                  " is 0 in float32, where ModelOpt's quantizer divides by 0");
+  }
+  ConvertOptions to_fp4;
+  to_fp4.overflow = Overflow::kSaturate;
+  const BulkOptions one{1, bulk.isa};  // a row at a time
+  std::vector<float> x(grid.cols);
+  for (std::size_t r = 0; r < grid.rows; ++r) {
+    convert(data.subspan(r * grid.cols * esz, grid.cols * esz), from, std::as_writable_bytes(std::span(x)), kF32, {},
+            one);
+    for (std::size_t c = 0; c < grid.cols; ++c) x[c] = x[c] / d[grid.scale_index(r, c)];
+    const std::span<std::uint8_t> row(codes.data() + r * grid.cols, grid.cols);
+    convert(x, row, kE2M1, to_fp4, one);
+    for (std::size_t c = 0; c < grid.cols; ++c)
+      if (bits_of(x[c]) == 0x80000000u) row[c] = 0;  // -0: ModelOpt's sign bit is x / d < 0
+  }
+  scale_2 = s2;
 }
 
 }  // namespace fp8q

@@ -80,6 +80,14 @@ namespace {
 // row or block for compressed-tensors, per tensor, row or 128x128 block for ModelOpt.
 void check_producer_options(const QuantizeOptions& o) {
   const GranularityKind k = o.granularity.kind;
+  if (o.like == Producer::kModelOpt && k == GranularityKind::kNvfp4) {  // check_nvfp4_options ran
+    if (o.granularity != Granularity::nvfp4())
+      throw std::invalid_argument("like modelopt: its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4), not " +
+                                  granularity_name(o.granularity));
+    if (o.convert.rounding != Rounding::kNearestEven || o.convert.overflow != Overflow::kSaturate)
+      throw std::invalid_argument("like modelopt: its NVFP4 quantizer rounds to nearest-even and saturates");
+    return;
+  }
   const bool ct = o.like == Producer::kCompressedTensors;
   const std::string like = "like " + std::string(producer_name(o.like)) + ": ";
   const bool block = ct ? k == GranularityKind::kBlock : o.granularity == Granularity::block(128, 128);
@@ -166,7 +174,9 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
   const std::size_t n = q.numel();
   std::vector<std::uint8_t> unpacked(q.packed() ? n : 0);
   const std::span<std::uint8_t> codes = q.packed() ? std::span<std::uint8_t>(unpacked) : out.codes;
-  if (o.granularity.kind == GranularityKind::kMx) {
+  if (o.like == Producer::kModelOpt && is_nvfp4(o.granularity)) {
+    quantize_nvfp4_like_modelopt(data, from, q.grid, codes, out.scales, out.global_scale[0], o.bulk);
+  } else if (o.granularity.kind == GranularityKind::kMx) {
     convert_mx(data, from, q.grid.rows, q.grid.cols, kMxBlock, codes, out.scales, elem,
                mx_scale_table(elem, o.mx_rule), o.convert, o.bulk);
   } else if (o.like == Producer::kCompressedTensors ||
@@ -214,6 +224,7 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
   if (coded_scales(o.granularity)) q.scales.resize(q.grid.grid_size());
   q.scale_inv.resize(scale_inv_count(q));
   fill(data, from, q, o, {q.codes, q.scales, q.scale_inv, {&q.global_scale, is_nvfp4(o.granularity) ? 1u : 0u}});
+  if (o.like == Producer::kModelOpt && is_nvfp4(o.granularity)) q.global_op = ScaleOp::kMultiply;
   return q;
 }
 
@@ -304,7 +315,10 @@ void dequantize(const QuantizedRef& q, std::span<std::byte> out, const Format& t
   pow2[255] = float_of(0x7FC00000u);
   std::array<float, 256> nvfp4_decode{};  // E4M3FN code -> the block's d
   if (nvfp4)
-    for (std::size_t c = 0; c < 256; ++c) nvfp4_decode[c] = nvfp4_block_decode(static_cast<std::uint8_t>(c), q.global_scale);
+    for (std::size_t c = 0; c < 256; ++c)
+      nvfp4_decode[c] = q.global_op == ScaleOp::kDivide
+                            ? nvfp4_block_decode(static_cast<std::uint8_t>(c), q.global_scale)
+                            : mul_f32_rne(decode_f32(c, kE4M3FN), q.global_scale);  // NaN codes stay NaN
 
   const std::size_t cols = q.grid.cols, gc = q.grid.grid_cols();
   parallel_chunks(

@@ -171,6 +171,75 @@ def test_python_like_modelopt_equals_its_export(tmp_path, dtype):
     print(f"{dtype}: {differ} codes of fp8q's single rounding differ from ModelOpt's export")
 
 
+def nvfp4_ties() -> torch.Tensor:
+    """[4, 64] with amax 2688 (weight_scale_2 = 1): block b of row r is k_rb times the e2m1
+    rounding ties 0.25 ... 5 and the block amax 6, k an e4m3fn value, so that x / d_b lands on
+    each tie exactly; then -0, a block of zeros and one of values below the block scale's 2^-9."""
+    ties = torch.tensor([6.0, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0])
+    w = torch.zeros(4, 64)
+    for r, k in enumerate([448.0, 1.0, 0.015625, 0.001953125]):
+        for b in range(3):
+            w[r, 16 * b:16 * b + 16] = torch.cat([ties, -ties]) * k
+    w[0, 0] = 2688.0
+    w[1, 48] = -0.0
+    w[2, 48:] = 1e-7 * torch.arange(16)
+    return w
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_python_like_modelopt_nvfp4_equals_its_quantizer(dtype):
+    """fp8q.quantize(w, "e2m1", granularity="nvfp4", like="modelopt") gives NVFP4QTensor.quantize's
+    packed codes, block scales and weight_scale_2 bit for bit (the e2m1 rounding's ties, -0, an
+    all-zero block, blocks below the scale's 2^-9), and dequantizes to its dequantize()'s values
+    (ModelOpt decodes the code of -0 as +0)."""
+    from modelopt.torch.quantization.qtensor.nvfp4_tensor import NVFP4QTensor
+
+    g = torch.Generator().manual_seed(5)
+    for w in [nvfp4_ties(), torch.randn(32, 256, generator=g) * torch.logspace(-3, 1, 32).unsqueeze(1)]:
+        w = w.to(dtype)
+        packed, scale, scale_2 = NVFP4QTensor.quantize(w.clone(), 16)
+        q = fp8q.quantize(w, "e2m1", granularity="nvfp4", like="modelopt")
+        assert torch.equal(q.codes.view(torch.uint8), packed._quantized_data.view(torch.uint8))
+        assert torch.equal(q.scales.view(torch.uint8), scale.view(torch.uint8).reshape(q.scales.shape))
+        assert q.global_scale.view(torch.int32).item() == scale_2.float().view(torch.int32).item()
+        assert q.global_scale_op == "multiply"
+        theirs = packed.dequantize(dtype=torch.float32, scale=scale, double_scale=scale_2, block_sizes={-1: 16})
+        assert torch.equal(q.dequantize(), theirs)
+    with pytest.raises(ValueError, match="like modelopt: the tensor's amax is 0.0*, for which ModelOpt's NVFP4 export"):
+        fp8q.quantize(torch.zeros(2, 32), "e2m1", granularity="nvfp4", like="modelopt")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_python_like_modelopt_nvfp4_equals_its_export(tmp_path, dtype):
+    """ModelOpt's own NVFP4 export (NVFP4_DEFAULT_CFG, export_hf_checkpoint): every weight's packed
+    codes, weight_scale and weight_scale_2 equal fp8q.quantize(..., like="modelopt")'s, the
+    hostile weight among them. The export gives the layers a server fuses (q, k, v; gate, up) the
+    weight_scale_2 of their concatenation, so each such group is quantized as one tensor of
+    stacked rows (a 1 x 16 block never spans two of them) and split. fp8q's own NVFP4
+    (Transformer Engine's quantizer) differs."""
+    replace = {"model.layers.0.mlp.up_proj.weight": hostile_weight(dtype)}
+    originals, exported = modelopt_export(tmp_path / "modelopt", dtype, replace, algorithm="NVFP4")
+    groups = [["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"], ["self_attn.o_proj"],
+              ["mlp.gate_proj", "mlp.up_proj"], ["mlp.down_proj"]]
+    checked = differ = 0
+    for group in groups:
+        names = [f"model.layers.0.{g}.weight" for g in group]
+        q = fp8q.quantize(torch.cat([originals[n] for n in names]), "e2m1", granularity="nvfp4", like="modelopt")
+        row = 0
+        for name in names:
+            rows = originals[name].shape[0]
+            assert torch.equal(q.codes.view(torch.uint8)[row:row + rows], exported[name].view(torch.uint8)), name
+            assert torch.equal(q.scales.view(torch.uint8)[row:row + rows],
+                               exported[name + "_scale"].view(torch.uint8)), name
+            assert torch.equal(q.global_scale, exported[name + "_scale_2"].reshape(1)), name
+            own = fp8q.quantize(originals[name], "e2m1", granularity="nvfp4")
+            differ += int((own.codes.view(torch.uint8) != exported[name].view(torch.uint8)).sum())
+            row += rows
+            checked += 1
+    assert checked == 7 and differ > 0
+    print(f"{dtype}: {differ} code bytes of fp8q's own NVFP4 differ from ModelOpt's export")
+
+
 def test_python_like_refuses_what_the_producer_does_not_do():
     w = torch.ones(4, 32)
     for kwargs in [dict(granularity="row"), dict(granularity="col", scale_op="divide"),
@@ -179,5 +248,12 @@ def test_python_like_refuses_what_the_producer_does_not_do():
             fp8q.quantize(w, "e4m3fn", like="compressed-tensors", **kwargs)
     with pytest.raises(ValueError, match="like modelopt: its FP8 quantizer writes e4m3fn per tensor, row or 128x128 block"):
         fp8q.quantize(w, "e4m3fn", granularity="col", scale_op="divide", like="modelopt")
+    with pytest.raises(ValueError, match="like modelopt: its NVFP4 weights have blocks of 1 x 16"):
+        fp8q.quantize(w, "e2m1", granularity="nvfp4_16x16", like="modelopt")
+    with pytest.raises(ValueError, match="like: 'compressed-tensors' has no NVFP4 preset"):
+        fp8q.quantize(w, "e2m1", granularity="nvfp4", like="compressed-tensors")
+    with pytest.raises(ValueError, match="the GEMM takes NVFP4's global scale as a divisor"):
+        m = fp8q.quantize(w, "e2m1", granularity="nvfp4", like="modelopt")
+        fp8q.matmul(m, torch.ones(32, 4).to(torch.float8_e4m3fn), profile="ocp")
     with pytest.raises(ValueError, match="like: unknown 'transformer-engine'"):
         fp8q.quantize(w, "e4m3fn", scale_op="divide", like="transformer-engine")

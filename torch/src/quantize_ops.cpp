@@ -82,12 +82,12 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x_in, std::string_
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(
     const at::Tensor& x_in, std::string_view format, std::string_view granularity, std::string_view scale_op,
     std::int64_t margin, double amax_epsilon, bool power_of_two, std::string_view mx_rule, std::string_view rounding,
-    std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset) {
+    std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset, std::string_view like) {
   return guarded("quantize_nvfp4", [&] {
     const at::Tensor x = dense(x_in, "x");
     const Format& from = source_format(x, "x");
     const QuantizeOptions o = quantize_options(format, granularity, scale_op, margin, amax_epsilon, power_of_two,
-                                               mx_rule, rounding, overflow, nan, seed, offset);
+                                               mx_rule, rounding, overflow, nan, seed, offset, like);
     TORCH_CHECK_VALUE(o.granularity == Granularity::nvfp4() || o.granularity == Granularity::nvfp4_2d(),
                       "granularity: quantize_nvfp4 takes nvfp4 (1 x 16) or nvfp4_16x16, not ", std::string(granularity));
     TORCH_CHECK_VALUE(o.element == FormatId::kE2M1, "format: granularity ", std::string(granularity),
@@ -124,7 +124,8 @@ at::Tensor unpack_fp4(const at::Tensor& packed_in) {
 }
 
 at::Tensor dequantize(const at::Tensor& codes_in, const at::Tensor& scales_in, std::string_view granularity,
-                      std::string_view format, at::ScalarType dtype, const std::optional<at::Tensor>& global_scale) {
+                      std::string_view format, at::ScalarType dtype, const std::optional<at::Tensor>& global_scale,
+                      std::string_view global_scale_op) {
   return guarded("dequantize", [&] {
     const at::Tensor codes = dense(codes_in, "codes"), scales = dense(scales_in, "scales");
     check_same_device(scales, codes, "scales", "codes");
@@ -137,9 +138,14 @@ at::Tensor dequantize(const at::Tensor& codes_in, const at::Tensor& scales_in, s
     TORCH_CHECK_VALUE(nvfp4 == global_scale.has_value(), "global_scale: ",
                       nvfp4 ? "granularity " + std::string(granularity) + " needs the tensor's global scale"
                             : "only the nvfp4 granularities have a global scale, not " + std::string(granularity));
+    TORCH_CHECK_VALUE(global_scale_op == "divide" || global_scale_op == "multiply", "global_scale_op: '",
+                      std::string(global_scale_op), "' is not divide or multiply");
+    TORCH_CHECK_VALUE(nvfp4 || global_scale_op == "divide", "global_scale_op: only the nvfp4 granularities have a "
+                      "global scale, not ", std::string(granularity));
     if (nvfp4) {
       check_same_device(*global_scale, codes, "global_scale", "codes");
       q.global_scale = *scalar_scale(global_scale, "global_scale");
+      q.global_op = global_scale_op == "multiply" ? ScaleOp::kMultiply : ScaleOp::kDivide;
     }
     TORCH_CHECK_TYPE(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf, "dtype: ", dtype,
                      " is not float32, bfloat16 or float16");

@@ -17,7 +17,7 @@ namespace fp8q {
 enum class Producer : std::uint8_t {
   kFp8q,
   kCompressedTensors,  // compressed-tensors' calculate_qparams + quantize, what llm-compressor writes
-  kModelOpt,           // NVIDIA ModelOpt's FP8 export (quant_algo FP8): mtq.quantize + export_hf_checkpoint
+  kModelOpt,           // NVIDIA ModelOpt's FP8 and NVFP4 exports: mtq.quantize + export_hf_checkpoint
 };
 std::optional<Producer> parse_producer(std::string_view name);  // "fp8q", "compressed-tensors", "modelopt"
 std::string_view producer_name(Producer p);
@@ -42,5 +42,20 @@ std::string_view producer_name(Producer p);
 void quantize_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
                             const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<float> scale_inv,
                             const BulkOptions& bulk = {});
+
+// ModelOpt's NVFP4 weight quantizer (NVFP4_DEFAULT_CFG: NVFP4QTensor.quantize, blocks of 16 along
+// the rows of `grid`, a block1x16 grid), every operation one fp32 nearest-even rounding:
+//   scale_2 = fp32(amax / 2688)                     the stored weight_scale_2, a multiplier
+//   s_b     = fp32(amax_b / fp32(6 * scale_2))      1 where that is 0
+//   code_b  = e4m3fn(min(max(s_b, 2^-9), 448))      the stored weight_scale
+//   d_b     = fp32(decode(code_b) * scale_2)
+//   q       = e2m1(fp32(x / d_b))                   nearest-even, saturating at 6; +0 for a
+//                                                   quotient of -0 (ModelOpt's sign is x / d_b < 0)
+// An amax that is NaN, Inf or 0, or a d_b that is 0 (ModelOpt writes NaN or Inf codes there), is
+// refused. codes: one e2m1 code a byte (unpacked); scales: one per block. The same bits for any
+// thread count and FP environment.
+void quantize_nvfp4_like_modelopt(std::span<const std::byte> data, const Format& from, const BlockGrid& grid,
+                                  std::span<std::uint8_t> codes, std::span<std::uint8_t> scales, float& scale_2,
+                                  const BulkOptions& bulk = {});
 
 }  // namespace fp8q

@@ -7,6 +7,7 @@
 //   MX:       e8m0 = mx_scale_code(amax, rule), q = convert(x * 2^-e) (0xFF: NaN or 0 elements)
 //   NVFP4:    S = nvfp4_global_scale(tensor amax), e4m3fn code = nvfp4_block_scale_code(amax, S),
 //             q = convert(fp32(x * nvfp4_block_encode(code, S))), d = nvfp4_block_decode(code, S)
+//             (ModelOpt's preset, quant/producer.hpp: a multiplier S2, d = fp32(decode(code) * S2))
 // and dequantization is fp32(decode(q) * scale_inv), fp32(decode(q) * 2^e) or fp32(decode(q) * d),
 // one rounding.
 #pragma once
@@ -36,6 +37,9 @@ struct QuantizedRef {
   std::span<const float> scale_inv;
   std::span<const std::uint8_t> scales;
   float global_scale = 1.0f;  // NVFP4's S
+  // How S enters a block's multiplier d: kDivide, d = fp32(decode(code) / S) (Transformer
+  // Engine, compressed-tensors); kMultiply, d = fp32(decode(code) * S) (ModelOpt's weight_scale_2)
+  ScaleOp global_op = ScaleOp::kDivide;
 
   bool packed() const { return element == FormatId::kE2M1; }
   std::size_t numel() const { return grid.rows * grid.cols; }
@@ -52,10 +56,13 @@ struct QuantizedTensor {
   std::vector<float> scale_inv;      // not MX: one per block, row-major over the grid ([1] for kTensor)
   std::vector<std::uint8_t> scales;  // MX: E8M0 codes, [R, ceil(C / 32)]; NVFP4: E4M3FN codes, one per block
   float global_scale = 1.0f;         // NVFP4: the tensor's encode scale S (compressed-tensors' global_scale)
+  ScaleOp global_op = ScaleOp::kDivide;  // as QuantizedRef's: kMultiply for like ModelOpt
 
   bool packed() const { return element == FormatId::kE2M1; }
   std::size_t numel() const { return grid.rows * grid.cols; }
-  QuantizedRef ref() const { return {element, shape, granularity, grid, codes, scale_inv, scales, global_scale}; }
+  QuantizedRef ref() const {
+    return {element, shape, granularity, grid, codes, scale_inv, scales, global_scale, global_op};
+  }
 };
 
 struct QuantizeOptions {
@@ -68,7 +75,9 @@ struct QuantizeOptions {
   BulkOptions bulk;                     // threads, ISA
   Producer like = Producer::kFp8q;      // a producer's preset (quant/producer.hpp): e4m3fn, tensor,
                                         // row or block granularity, ScaleOp::kDivide, the default
-                                        // amax and conversion options
+                                        // amax and conversion options; or ModelOpt's NVFP4 (e2m1,
+                                        // nvfp4, its scale_op kMultiply), whose global scale is
+                                        // a multiplier (global_op kMultiply)
 };
 
 // `data` holds the tensor's elements in `from` (fp32, bf16 or fp16), row-major. Throws
@@ -81,7 +90,7 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
 // Where quantize_into writes: the codes (one byte an element; packed e2m1 half as many) and the
 // block scales, E8M0 (MX) or E4M3FN (NVFP4) `scales` and `scale_inv` otherwise, each the grid's
 // size (scale_inv: [1] for an empty per-tensor grid; the other span empty), and NVFP4's global
-// scale (one float; empty otherwise).
+// scale (one float; empty otherwise; a multiplier under like ModelOpt).
 struct QuantizedOut {
   std::span<std::uint8_t> codes;
   std::span<std::uint8_t> scales;

@@ -92,13 +92,14 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
 // NVFP4 (granularity nvfp4, 1 x 16, or nvfp4_16x16; format e2m1): e2m1 codes (float4_e2m1fn_x2),
 // float8_e4m3fn block scales [grid_rows, grid_cols] and the float32 global scale S [1]
 // (docs/numerics.md section 5, "NVFP4"). quantize's arguments; scale_op and the amax options keep
-// their defaults.
+// their defaults. like "modelopt" (granularity nvfp4): ModelOpt's quantizer, whose global scale is
+// its weight_scale_2, a multiplier (quant/producer.hpp).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(
     const at::Tensor& x, std::string_view format = "e2m1", std::string_view granularity = "nvfp4",
     std::string_view scale_op = "multiply", std::int64_t margin = 0, double amax_epsilon = 0.0,
     bool power_of_two = false, std::string_view mx_rule = "floor", std::string_view rounding = "rne",
     std::string_view overflow = "saturate", std::string_view nan = "error", std::int64_t seed = 0,
-    std::int64_t offset = 0);
+    std::int64_t offset = 0, std::string_view like = "fp8q");
 
 // e2m1 codes two a byte (float4_e2m1fn_x2 or uint8, element 2i in the low nibble) as uint8 codes
 // one a byte, the last dimension doubled: data movement, an op so that compiled graphs keep it.
@@ -106,10 +107,12 @@ at::Tensor unpack_fp4(const at::Tensor& packed);
 
 // The inverse: fp32(decode(q) * scale) per element, then rounded to dtype (float32, bfloat16,
 // float16) nearest-even. codes and scales as quantize returns them; format empty: codes' own;
-// global_scale: NVFP4's S, required for the nvfp4 granularities and refused for the others.
+// global_scale: NVFP4's S, required for the nvfp4 granularities and refused for the others;
+// global_scale_op: "divide" (d = fp32(scale / S)) or "multiply" (ModelOpt: d = fp32(scale * S)).
 at::Tensor dequantize(const at::Tensor& codes, const at::Tensor& scales, std::string_view granularity = "tensor",
                       std::string_view format = "", at::ScalarType dtype = at::kFloat,
-                      const std::optional<at::Tensor>& global_scale = std::nullopt);
+                      const std::optional<at::Tensor>& global_scale = std::nullopt,
+                      std::string_view global_scale_op = "divide");
 
 // ---- delayed scaling (quant/recipes/delayed_scaling.hpp) ------------------------------------------
 // One step's cast of x with the scale of the state (q = convert(fp32(x * scale)), saturating):
