@@ -3,7 +3,8 @@
 // rounds the scale and each quotient to bf16; ModelOpt's keeps an fp32 scale, 1 for an all-zero
 // tensor, and rounds each quotient to bf16; the bits do not depend on the thread count or on the
 // caller's FP environment; the options a producer does not have are refused. (Their codes against
-// the producers' own code: tests/python/test_producer_presets.py.)
+// the producers' own code: tests/python/test_producer_presets.py.) ModelOpt's NVFP4 preset: a
+// worked example, its thread and FP environment independence and its refusals.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -144,6 +145,69 @@ TEST(Producer, SameBitsForEveryThreadCountAndFpEnvironment) {
       EXPECT_EQ(got.scale_inv, want.scale_inv) << granularity_name(g) << " threads " << threads;
     }
   }
+}
+
+QuantizeOptions like_modelopt_nvfp4(int threads = 1) {
+  QuantizeOptions o;
+  o.element = FormatId::kE2M1;
+  o.granularity = Granularity::nvfp4();
+  o.like = Producer::kModelOpt;
+  o.bulk.threads = threads;
+  return o;
+}
+
+// amax 2688: scale_2 = 1; the first block's amax 2688 gives s = 448 and q = 6; the second's 3
+// gives s = fp32(3 / 6) = 0.5, so 1.25 / 0.5 = 2.5 is a tie (to 2) and -0 stays +0; a zero
+// block's s is 0, taken as 1.
+TEST(Producer, ModelOptNvfp4WorkedExample) {
+  std::vector<float> w(48, 0.0f);
+  w[0] = 2688.0f, w[1] = -1000.0f;
+  w[16] = 3.0f, w[17] = 1.25f, w[18] = -0.0f, w[19] = -0.1f;
+  const std::uint64_t shape[] = {1, 48};
+  const QuantizedTensor q = quantize(std::as_bytes(std::span<const float>(w)), kF32, shape, like_modelopt_nvfp4());
+  EXPECT_EQ(q.global_scale, 1.0f);
+  EXPECT_EQ(q.global_op, ScaleOp::kMultiply);
+  ASSERT_EQ(q.scales.size(), 3u);
+  EXPECT_EQ(decode_f32(q.scales[0], kE4M3FN), 448.0f);
+  EXPECT_EQ(decode_f32(q.scales[1], kE4M3FN), 0.5f);
+  EXPECT_EQ(decode_f32(q.scales[2], kE4M3FN), 1.0f);
+  std::vector<std::uint8_t> codes(48);
+  unpack_fp4(q.codes, codes);
+  EXPECT_EQ(codes[0], 0x7);   // 6
+  EXPECT_EQ(codes[1], 0xC);   // -1000 / 448 = -2.23: -2
+  EXPECT_EQ(codes[16], 0x7);  // 3 / 0.5 = 6
+  EXPECT_EQ(codes[17], 0x4);  // 2.5: the tie to 2
+  EXPECT_EQ(codes[18], 0x0);  // -0 / 0.5 = -0: ModelOpt's code 0
+  EXPECT_EQ(codes[19], 0x8);  // -0.2 rounds to -0, whose sign ModelOpt keeps
+  std::vector<float> back(48);
+  dequantize(q, std::as_writable_bytes(std::span(back)), kF32);
+  EXPECT_EQ(back[0], 2688.0f);  // 6 * fp32(448 * 1)
+  EXPECT_EQ(back[17], 1.0f);    // 2 * fp32(0.5 * 1)
+}
+
+TEST(Producer, ModelOptNvfp4SameBitsForEveryThreadCountAndRefusesWhatItCannotWrite) {
+  const auto w = weights(64 * 256);
+  const std::uint64_t shape[] = {64, 256};
+  const auto data = std::as_bytes(std::span<const float>(w));
+  const QuantizedTensor want = quantize(data, kF32, shape, like_modelopt_nvfp4());
+  for (int threads : {2, 5}) {
+    test::ScopedHostileFpEnv env;
+    const QuantizedTensor got = quantize(data, kF32, shape, like_modelopt_nvfp4(threads));
+    EXPECT_EQ(got.codes, want.codes);
+    EXPECT_EQ(got.scales, want.scales);
+    EXPECT_EQ(bits_of(got.global_scale), bits_of(want.global_scale));
+  }
+  const std::vector<float> zeros(64, 0.0f);
+  const std::uint64_t small[] = {2, 32};
+  EXPECT_THROW(quantize(std::as_bytes(std::span<const float>(zeros)), kF32, small, like_modelopt_nvfp4()),
+               std::invalid_argument);  // amax 0: ModelOpt writes NaN scales
+  QuantizeOptions square = like_modelopt_nvfp4();
+  square.granularity = Granularity::nvfp4_2d();
+  QuantizeOptions rtz = like_modelopt_nvfp4();
+  rtz.convert.rounding = Rounding::kTowardZero;
+  QuantizeOptions fp8 = like_modelopt_nvfp4();
+  fp8.element = FormatId::kE4M3FN;
+  for (const QuantizeOptions& o : {square, rtz, fp8}) EXPECT_THROW(quantize(data, kF32, shape, o), std::invalid_argument);
 }
 
 TEST(Producer, CompressedTensorsRefusesWhatItDoesNotDo) {
