@@ -31,7 +31,7 @@ namespace {
 #include "isa/fused_kernel.hpp"
 #include "ops_lanes16_models.hpp"
 
-void exact_block_lanes16(const fp8q::detail::XbTile& t) { XbKernelT<OpsXbLanes16>::run(t); }
+void exact_block_lanes16(const fp8q::detail::XbTile& t) { XbKernelT<OpsXbLanes16, 2>::run(t); }
 void fused_lanes16(const fp8q::detail::FuTile& t) { FuKernelT<OpsFuLanes16>::run(t); }
 }  // namespace
 

@@ -39,8 +39,10 @@
 
 namespace fp8q::detail {
 
-// Register tile: 6 rows x 8 columns (12 AVX2 accumulators of 4 doubles, or 6 AVX-512 ones of 8).
-inline constexpr std::size_t kXbMr = 6, kXbNr = 8;
+// Register tile: 6 rows x 16 columns; AVX-512 holds it in 12 accumulators of 8 doubles, AVX2 in
+// two passes of 8 columns, 12 accumulators of 4 (12 FMA chains: enough to hide the FMA latency
+// on two pipes; one B vector loaded per 6 broadcasts would leave the loads the bound).
+inline constexpr std::size_t kXbMr = 6, kXbNr = 16;
 
 enum XbMode : std::uint8_t { kXbDirect = 0, kXbSplit = 1 };
 

@@ -1,5 +1,5 @@
 // The AVX2 + FMA exact_block micro-kernel: exact_block_kernel.hpp over xsimd, one row of 8
-// outputs in two ymm vectors of 4 doubles (12 accumulators).
+// outputs in two ymm vectors of 4 doubles (12 accumulators), the tile's 16 columns in two passes.
 //
 // Direct blocks use vfmadd231pd, exact here (exact_block.hpp): 12 independent accumulators keep
 // both FMA pipes busy (Zen 3: 4 cycles latency, 32 doubles in flight needed, 48 here).

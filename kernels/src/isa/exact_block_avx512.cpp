@@ -1,5 +1,5 @@
-// The AVX-512 (F) exact_block micro-kernel: exact_block_kernel.hpp over zmm registers, one row
-// of 8 outputs per accumulator (6 accumulators, fp64).
+// The AVX-512 (F) exact_block micro-kernel: exact_block_kernel.hpp over zmm registers, a row of
+// 16 outputs in two accumulators of 8 fp64 (12 accumulators).
 //
 // Direct blocks use vfmadd231pd, exact here (exact_block.hpp); vcvtpd2ps rounds each block sum
 // once under MXCSR 0x1F80 (nearest-even, no FTZ/DAZ: the driver's ScopedDefaultFpEnv) and vaddps
@@ -54,7 +54,7 @@ struct OpsXbAvx512 {
 namespace fp8q::detail {
 
 XbKernel exact_block_kernel_avx512() {
-  return isa_supported(Isa::kAvx512) ? &XbKernelT<OpsXbAvx512>::run : nullptr;
+  return isa_supported(Isa::kAvx512) ? &XbKernelT<OpsXbAvx512, 2>::run : nullptr;
 }
 
 }  // namespace fp8q::detail

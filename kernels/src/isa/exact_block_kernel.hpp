@@ -1,5 +1,6 @@
-// Internal: the exact_block micro-kernel with one 8-lane fp64 vector per tile row, written once
-// over an `Ops` type: exact_block_avx512.cpp instantiates it with AVX-512 intrinsics,
+// Internal: the exact_block micro-kernel, kVectors 8-lane fp64 vectors per tile row and pass
+// (AVX-512: 2, the tile's 16 columns at once; AVX2: 1, two passes of 8), written once over an
+// `Ops` type: exact_block_avx512.cpp instantiates it with AVX-512 intrinsics,
 // exact_block_avx2.cpp with pairs of xsimd AVX2 batches, a test with a lane-by-lane emulation
 // of the AVX-512 operations (tests/kernels/ops_lanes16_models.hpp), so that this
 // text runs on machines without AVX-512 (docs/numerics.md, "Fast paths"). The sums are those of
@@ -19,25 +20,34 @@
 
 #include "isa/exact_block.hpp"
 
-template <class Ops>
+template <class Ops, std::size_t kVectors = 1>
 struct XbKernelT {
   using D = typename Ops::D;
   using Mask = typename Ops::Mask;
   static constexpr std::size_t kMr = fp8q::detail::kXbMr, kNr = fp8q::detail::kXbNr;
-  static_assert(Ops::kLanes == kNr, "one vector per tile row");
+  // One pass covers kCols columns of the tile with kVectors vectors per row (kMr * kVectors
+  // accumulators); a tile wider than that takes several passes over the same A panel.
+  static constexpr std::size_t kLanes = Ops::kLanes, kCols = kVectors * kLanes;
+  static_assert(kNr % kCols == 0, "whole passes per tile");
 
   // Direct blocks: the fused multiply-add rounds once, and a * b + acc is exact here
   // (exact_block.hpp), so it equals the generic kernel's separate, exact, multiply and add.
   // Sums start at -0: -0 + x = x, and -0 stays only when every product is -0.
   static inline __attribute__((always_inline)) void direct_block(std::size_t n, const double* ap, const double* bp,
                                                                  float* acc, std::size_t ld) {
-    D c[kMr];
-    for (std::size_t i = 0; i < kMr; ++i) c[i] = Ops::set1(-0.0);
+    D c[kMr][kVectors];
+    for (std::size_t i = 0; i < kMr; ++i)
+      for (std::size_t v = 0; v < kVectors; ++v) c[i][v] = Ops::set1(-0.0);
     for (std::size_t k = 0; k < n; ++k, ap += kMr, bp += kNr) {
-      const D b = Ops::load(bp);
-      for (std::size_t i = 0; i < kMr; ++i) c[i] = Ops::fmadd(Ops::set1(ap[i]), b, c[i]);
+      D b[kVectors];
+      for (std::size_t v = 0; v < kVectors; ++v) b[v] = Ops::load(bp + v * kLanes);
+      for (std::size_t i = 0; i < kMr; ++i) {
+        const D a = Ops::set1(ap[i]);
+        for (std::size_t v = 0; v < kVectors; ++v) c[i][v] = Ops::fmadd(a, b[v], c[i][v]);
+      }
     }
-    for (std::size_t i = 0; i < kMr; ++i) Ops::add_rounded(acc + i * ld, c[i]);
+    for (std::size_t i = 0; i < kMr; ++i)
+      for (std::size_t v = 0; v < kVectors; ++v) Ops::add_rounded(acc + i * ld + v * kLanes, c[i][v]);
   }
 
   // hi + lo rounded once: TwoSum s + err = hi + lo, then s one ulp toward err when err != 0
@@ -56,28 +66,31 @@ struct XbKernelT {
   static __attribute__((noinline)) void split_block(std::size_t n, const double* ap, const double* bp,
                                                     const double* thr, float* acc, std::size_t ld) {
     const D neg_zero = Ops::set1(-0.0);
-    for (std::size_t i = 0; i < kMr; ++i) {
-      const D t = Ops::load(thr + i * kNr);
-      D hi = neg_zero, lo = neg_zero;
-      for (std::size_t k = 0; k < n; ++k) {
-        const D p = Ops::mul(Ops::set1(ap[k * kMr + i]), Ops::load(bp + k * kNr));
-        const Mask big = Ops::abs_ge(p, t);
-        hi = Ops::add(hi, Ops::blend(big, neg_zero, p));
-        lo = Ops::add(lo, Ops::blend(big, p, neg_zero));
+    for (std::size_t i = 0; i < kMr; ++i)
+      for (std::size_t v = 0; v < kVectors; ++v) {
+        const D t = Ops::load(thr + i * kNr + v * kLanes);
+        D hi = neg_zero, lo = neg_zero;
+        for (std::size_t k = 0; k < n; ++k) {
+          const D p = Ops::mul(Ops::set1(ap[k * kMr + i]), Ops::load(bp + k * kNr + v * kLanes));
+          const Mask big = Ops::abs_ge(p, t);
+          hi = Ops::add(hi, Ops::blend(big, neg_zero, p));
+          lo = Ops::add(lo, Ops::blend(big, p, neg_zero));
+        }
+        Ops::add_rounded(acc + i * ld + v * kLanes, round_to_odd_sum(hi, lo));
       }
-      Ops::add_rounded(acc + i * ld, round_to_odd_sum(hi, lo));
-    }
   }
 
   static void run(const fp8q::detail::XbTile& t) {
-    const double* ap = t.ap;
-    const double* bp = t.bp;
-    for (std::size_t blk = 0; blk < t.nblocks; ++blk) {
-      const std::size_t n = t.len[blk];
-      if (t.mode[blk] == fp8q::detail::kXbDirect) direct_block(n, ap, bp, t.acc, t.ld);
-      else split_block(n, ap, bp, t.thr + blk * kMr * kNr, t.acc, t.ld);
-      ap += n * kMr;
-      bp += n * kNr;
+    for (std::size_t col = 0; col < kNr; col += kCols) {
+      const double* ap = t.ap;
+      const double* bp = t.bp + col;
+      for (std::size_t blk = 0; blk < t.nblocks; ++blk) {
+        const std::size_t n = t.len[blk];
+        if (t.mode[blk] == fp8q::detail::kXbDirect) direct_block(n, ap, bp, t.acc + col, t.ld);
+        else split_block(n, ap, bp, t.thr + blk * kMr * kNr + col, t.acc + col, t.ld);
+        ap += n * kMr;
+        bp += n * kNr;
+      }
     }
   }
 };
