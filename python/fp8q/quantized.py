@@ -98,7 +98,9 @@ def quantize(
     dtype first, per row (FP8_PER_CHANNEL_PER_TOKEN) and per 128x128 block (fp8_pb_wo) it is not.
     With ``"e2m1"`` and ``granularity="nvfp4"`` it reproduces ModelOpt's NVFP4 export: the
     ``global_scale`` is its ``weight_scale_2`` = amax / 2688, a multiplier
-    (``global_scale_op="multiply"``), and ``scales`` its ``weight_scale``.
+    (``global_scale_op="multiply"``), and ``scales`` its ``weight_scale``; and
+    ``like="compressed-tensors"`` llm-compressor's NVFP4 (``weight_global_scale``, a divisor, and
+    ``weight_scale``).
 
     Example:
         >>> import torch, fp8q
@@ -136,10 +138,7 @@ def quantize(
         _args.u64(offset, "offset"),
     )
     if granularity.startswith("nvfp4"):  # two scales: the op returns the global one too
-        if _args.text(like, "like") not in ("fp8q", "modelopt"):
-            raise ValueError(f"like: {like!r} has no NVFP4 preset; granularity {granularity!r} takes like='fp8q' "
-                             "or 'modelopt'")
-        codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(*args, like)
+        codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(*args, _args.text(like, "like"))
         op: ScaleOp = "multiply" if like == "modelopt" else "divide"
         return QuantizedTensor(codes, scales, get(format).name, granularity, global_scale, op)
     codes, scales = torch.ops.fp8q.quantize(*args, _args.text(like, "like"))

@@ -84,43 +84,67 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
   }
 }
 
-void quantize_nvfp4_like_modelopt(std::span<const std::byte> data, const Format& from, const BlockGrid& grid,
-                                  std::span<std::uint8_t> codes, std::span<std::uint8_t> scales, float& scale_2,
-                                  const BulkOptions& bulk) {
+void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
+                                  const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
+                                  float& global, const BulkOptions& bulk) {
+  if (producer == Producer::kFp8q) throw std::invalid_argument("quantize_nvfp4_like_producer: fp8q is not a producer preset");
+  const std::string like = "like " + std::string(producer_name(producer)) + ": ";
   if (from != kF32 && from != kBF16 && from != kF16)
-    throw std::invalid_argument("modelopt's quantizer reads f32, bf16 or f16, not " + std::string(from.name));
+    throw std::invalid_argument(like + "its quantizer reads f32, bf16 or f16, not " + std::string(from.name));
   if (grid.block_rows != 1 || grid.block_cols != 16)
-    throw std::invalid_argument("like modelopt: its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4)");
+    throw std::invalid_argument(like + "its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4)");
   if (grid.cols % 16 != 0)
-    throw std::invalid_argument("like modelopt: its NVFP4 quantizer takes a last dimension that is a multiple of "
-                                "16, not " + std::to_string(grid.cols));
+    throw std::invalid_argument(like + "its NVFP4 quantizer takes a last dimension that is a multiple of 16, not " +
+                                std::to_string(grid.cols));
   const std::size_t esz = from.storage_bytes();
   if (data.size() != grid.rows * grid.cols * esz || codes.size() != grid.rows * grid.cols ||
       scales.size() != grid.grid_size())
-    throw std::invalid_argument("quantize_nvfp4_like_modelopt: sizes do not match the grid");
+    throw std::invalid_argument("quantize_nvfp4_like_producer: sizes do not match the grid");
   std::vector<float> amaxes(grid.grid_size());
   block_amax(data, from, grid, amaxes, bulk.threads);
   // the tensor's amax: the largest block amax (>= 0 or NaN, whose patterns sort above)
   const float amax = float_of(std::accumulate(amaxes.begin(), amaxes.end(), std::uint32_t{0},
                                               [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); }));
+  if (!(amax < std::numeric_limits<float>::infinity()))
+    throw std::invalid_argument(like + "the tensor's amax is " + std::to_string(amax) +
+                                ", for which its NVFP4 quantizer writes NaN or Inf codes");
+  ConvertOptions to_d;  // nearest-even into D, as torch rounds a result to the tensor's dtype
+  to_d.overflow = Overflow::kInfOrNan;
+  auto in_d = [&](float x) { return from == kF32 ? x : decode_f32(encode_f32(x, from, to_d), from); };
   const ScopedDefaultFpEnv env;  // the arithmetic below: IEEE nearest-even, subnormals kept
-  const float s2 = amax / 2688.0f;
-  if (!(s2 > 0) || !(s2 < std::numeric_limits<float>::infinity()))
-    throw std::invalid_argument("like modelopt: the tensor's amax is " + std::to_string(amax) +
-                                ", for which ModelOpt's NVFP4 export writes NaN scales (weight_scale_2 = " +
-                                std::to_string(s2) + ")");
-  const float six_s2 = 6.0f * s2;
+  const bool modelopt = producer == Producer::kModelOpt;
+  float g;
+  if (modelopt) {
+    g = amax / 2688.0f;
+    if (!(g > 0))
+      throw std::invalid_argument(like + "the tensor's amax is " + std::to_string(amax) +
+                                  ", for which ModelOpt's NVFP4 export writes NaN scales (weight_scale_2 = " +
+                                  std::to_string(g) + ")");
+  } else {  // 2688 / amax as torch computes a scalar over a D tensor, D(D(1 / amax) * 2688), the
+            // amax clamped to D's smallest normal first; Inf (and NaN) become 1
+    const float tiny = from == kF16 ? 0x1p-14f : 0x1p-126f;
+    g = in_d(in_d(1.0f / std::max(amax, tiny)) * 2688.0f);
+    if (!(g < std::numeric_limits<float>::infinity())) g = 1.0f;
+  }
+  const float six_g = 6.0f * g;
   std::vector<float> d(amaxes.size());
   for (std::size_t b = 0; b < amaxes.size(); ++b) {
-    float s = amaxes[b] / six_s2;
-    if (s == 0) s = 1.0f;
-    s = std::min(std::max(s, 0x1p-9f), 448.0f);
+    float s;
+    if (modelopt) {
+      s = amaxes[b] / six_g;
+      if (s == 0) s = 1.0f;
+      s = std::min(std::max(s, 0x1p-9f), 448.0f);
+    } else {
+      s = std::min(g * in_d(amaxes[b] / 6.0f), 448.0f);
+    }
     scales[b] = static_cast<std::uint8_t>(encode_f32(s, kE4M3FN));  // in range: nearest-even
-    d[b] = decode_f32(scales[b], kE4M3FN) * s2;
+    if (scales[b] == 0) scales[b] = static_cast<std::uint8_t>(encode_f32(0.125f, kE4M3FN));  // its eps of e4m3fn
+    const float decoded = decode_f32(scales[b], kE4M3FN);
+    d[b] = modelopt ? decoded * g : decoded / g;
     if (d[b] == 0)
-      throw std::invalid_argument("like modelopt: block " + std::to_string(b) + "'s multiplier " +
-                                  std::to_string(decode_f32(scales[b], kE4M3FN)) + " x " + std::to_string(s2) +
-                                  " is 0 in float32, where ModelOpt's quantizer divides by 0");
+      throw std::invalid_argument(like + "block " + std::to_string(b) + "'s multiplier is 0 in float32 (block scale " +
+                                  std::to_string(decoded) + ", tensor scale " + std::to_string(g) +
+                                  "), where its quantizer divides by 0");
   }
   ConvertOptions to_fp4;
   to_fp4.overflow = Overflow::kSaturate;
@@ -133,9 +157,9 @@ void quantize_nvfp4_like_modelopt(std::span<const std::byte> data, const Format&
     const std::span<std::uint8_t> row(codes.data() + r * grid.cols, grid.cols);
     convert(x, row, kE2M1, to_fp4, one);
     for (std::size_t c = 0; c < grid.cols; ++c)
-      if (bits_of(x[c]) == 0x80000000u) row[c] = 0;  // -0: ModelOpt's sign bit is x / d < 0
+      if (bits_of(x[c]) == 0x80000000u) row[c] = 0;  // -0: both take the sign from x / d < 0
   }
-  scale_2 = s2;
+  global = g;
 }
 
 }  // namespace fp8q

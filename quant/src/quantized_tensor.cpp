@@ -80,16 +80,16 @@ namespace {
 // row or block for compressed-tensors, per tensor, row or 128x128 block for ModelOpt.
 void check_producer_options(const QuantizeOptions& o) {
   const GranularityKind k = o.granularity.kind;
-  if (o.like == Producer::kModelOpt && k == GranularityKind::kNvfp4) {  // check_nvfp4_options ran
+  const std::string like = "like " + std::string(producer_name(o.like)) + ": ";
+  if (k == GranularityKind::kNvfp4) {  // check_nvfp4_options ran
     if (o.granularity != Granularity::nvfp4())
-      throw std::invalid_argument("like modelopt: its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4), not " +
+      throw std::invalid_argument(like + "its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4), not " +
                                   granularity_name(o.granularity));
     if (o.convert.rounding != Rounding::kNearestEven || o.convert.overflow != Overflow::kSaturate)
-      throw std::invalid_argument("like modelopt: its NVFP4 quantizer rounds to nearest-even and saturates");
+      throw std::invalid_argument(like + "its NVFP4 quantizer rounds to nearest-even and saturates");
     return;
   }
   const bool ct = o.like == Producer::kCompressedTensors;
-  const std::string like = "like " + std::string(producer_name(o.like)) + ": ";
   const bool block = ct ? k == GranularityKind::kBlock : o.granularity == Granularity::block(128, 128);
   if (o.element != FormatId::kE4M3FN || (k != GranularityKind::kTensor && o.granularity != Granularity::row() && !block))
     throw std::invalid_argument(like + "its FP8 quantizer writes e4m3fn per tensor, row or " +
@@ -174,8 +174,8 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
   const std::size_t n = q.numel();
   std::vector<std::uint8_t> unpacked(q.packed() ? n : 0);
   const std::span<std::uint8_t> codes = q.packed() ? std::span<std::uint8_t>(unpacked) : out.codes;
-  if (o.like == Producer::kModelOpt && is_nvfp4(o.granularity)) {
-    quantize_nvfp4_like_modelopt(data, from, q.grid, codes, out.scales, out.global_scale[0], o.bulk);
+  if (o.like != Producer::kFp8q && is_nvfp4(o.granularity)) {
+    quantize_nvfp4_like_producer(o.like, data, from, q.grid, codes, out.scales, out.global_scale[0], o.bulk);
   } else if (o.granularity.kind == GranularityKind::kMx) {
     convert_mx(data, from, q.grid.rows, q.grid.cols, kMxBlock, codes, out.scales, elem,
                mx_scale_table(elem, o.mx_rule), o.convert, o.bulk);

@@ -1,8 +1,9 @@
-"""``fp8q quantize --layout ct-fp8 --like compressed-tensors`` against compressed-tensors' own
-quantizer (the installed release): ``calculate_qparams`` on each block's min and max (what
+"""``fp8q quantize --layout ct-fp8|ct-nvfp4 --like compressed-tensors`` against compressed-tensors'
+own quantizer (the installed release): ``calculate_qparams`` on each block's min and max (what
 llm-compressor's observers give it), then ``quantize`` with the preset's arguments, byte for
 byte, on bf16, fp16 and fp32 weights with an all-zero row, subnormals and ties of the division.
-Without the preset fp8q rounds each value once, and the two differ on bf16 weights.
+Without the preset fp8q rounds each value once, and the two differ on bf16 weights. The same for
+``like="modelopt"`` against ModelOpt's quantizers and exports (FP8 and NVFP4).
 """
 
 from __future__ import annotations
@@ -84,6 +85,55 @@ def test_like_compressed_tensors_equals_its_quantizer(tmp_path, cli, dtype, stra
     else:
         assert differ > 0
     print(f"{strategy} {dtype}: {differ} of {plain.numel()} codes differ between --like fp8q and compressed-tensors")
+
+
+def compressed_tensors_nvfp4(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """compressed-tensors' NVFP4A16 weight quantizer as llm-compressor runs it: generate_gparam on
+    the weight's min and max, calculate_qparams on each group of 16's, quantize_and_pack_fp4."""
+    from compressed_tensors.compressors.nvfp4.helpers import quantize_and_pack_fp4
+    from compressed_tensors.quantization.utils.helpers import generate_gparam
+
+    args = preset_name_to_scheme("NVFP4A16", ["Linear"]).weights
+    global_scale = generate_gparam(w.min(), w.max())
+    groups = w.reshape(w.shape[0], -1, 16)
+    scale, _ = calculate_qparams(groups.amin(-1), groups.amax(-1), args, global_scale=global_scale)
+    return quantize_and_pack_fp4(w, scale, global_scale=global_scale), scale.to(torch.float8_e4m3fn), global_scale
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_like_compressed_tensors_nvfp4_equals_its_quantizer(tmp_path, cli, dtype):
+    """`fp8q quantize --layout ct-nvfp4 --like compressed-tensors` and fp8q.quantize(w, "e2m1",
+    granularity="nvfp4", like="compressed-tensors") write compressed-tensors' own packed codes,
+    weight_scale and weight_global_scale byte for byte: the hostile weight (zero row, subnormals,
+    ties), the e2m1 rounding's ties, and a weight of amax 2^-6, whose global scale overflows fp16
+    (compressed-tensors then takes 1). fp8q's own NVFP4 differs."""
+    g = torch.Generator().manual_seed(4)
+    weights = {"layer.proj.weight": hostile_weight(dtype), "layer.ties.weight": nvfp4_ties().to(dtype),
+               "layer.small.weight": (torch.rand(32, 64, generator=g) * 2 - 1).mul(2.0 ** -6).to(dtype)}
+    model = tmp_path / "model"
+    model.mkdir()
+    save_file(weights, str(model / "model.safetensors"))
+    (model / "config.json").write_text(json.dumps({"architectures": ["X"]}))
+    out = tmp_path / "out"
+    done = subprocess.run([str(cli), "quantize", str(model), str(out), "--layout", "ct-nvfp4", "--like",
+                           "compressed-tensors"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    written = tensors(out)
+    differ = 0
+    for name, w in weights.items():
+        module = name.removesuffix(".weight")
+        packed, scale, global_scale = compressed_tensors_nvfp4(w)
+        assert torch.equal(written[module + ".weight_packed"], packed), name
+        assert torch.equal(written[module + ".weight_scale"].view(torch.uint8), scale.view(torch.uint8)), name
+        assert torch.equal(written[module + ".weight_global_scale"], global_scale), name
+        q = fp8q.quantize(w, "e2m1", granularity="nvfp4", like="compressed-tensors")
+        assert torch.equal(q.codes.view(torch.uint8), packed) and q.global_scale_op == "divide", name
+        assert torch.equal(q.scales.view(torch.uint8), scale.view(torch.uint8)), name
+        assert torch.equal(q.global_scale, global_scale), name
+        own = fp8q.quantize(w, "e2m1", granularity="nvfp4")
+        differ += int((own.codes.view(torch.uint8) != packed).sum())
+    assert differ > 0
+    print(f"{dtype}: {differ} code bytes of fp8q's own NVFP4 differ from compressed-tensors'")
 
 
 @pytest.mark.parametrize("fmt,num_bits", [("e4m3fn", 8), ("e2m3", 6), ("e2m1", 4)])
@@ -250,8 +300,6 @@ def test_python_like_refuses_what_the_producer_does_not_do():
         fp8q.quantize(w, "e4m3fn", granularity="col", scale_op="divide", like="modelopt")
     with pytest.raises(ValueError, match="like modelopt: its NVFP4 weights have blocks of 1 x 16"):
         fp8q.quantize(w, "e2m1", granularity="nvfp4_16x16", like="modelopt")
-    with pytest.raises(ValueError, match="like: 'compressed-tensors' has no NVFP4 preset"):
-        fp8q.quantize(w, "e2m1", granularity="nvfp4", like="compressed-tensors")
     with pytest.raises(ValueError, match="the GEMM takes NVFP4's global scale as a divisor"):
         m = fp8q.quantize(w, "e2m1", granularity="nvfp4", like="modelopt")
         fp8q.matmul(m, torch.ones(32, 4).to(torch.float8_e4m3fn), profile="ocp")

@@ -3,8 +3,8 @@
 // rounds the scale and each quotient to bf16; ModelOpt's keeps an fp32 scale, 1 for an all-zero
 // tensor, and rounds each quotient to bf16; the bits do not depend on the thread count or on the
 // caller's FP environment; the options a producer does not have are refused. (Their codes against
-// the producers' own code: tests/python/test_producer_presets.py.) ModelOpt's NVFP4 preset: a
-// worked example, its thread and FP environment independence and its refusals.
+// the producers' own code: tests/python/test_producer_presets.py.) The NVFP4 presets: worked
+// examples, thread and FP environment independence, refusals.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -183,6 +183,27 @@ TEST(Producer, ModelOptNvfp4WorkedExample) {
   dequantize(q, std::as_writable_bytes(std::span(back)), kF32);
   EXPECT_EQ(back[0], 2688.0f);  // 6 * fp32(448 * 1)
   EXPECT_EQ(back[17], 1.0f);    // 2 * fp32(0.5 * 1)
+}
+
+// compressed-tensors on bf16: amax 5 gives the global scale bf16(bf16(1 / 5) * 2688) =
+// bf16(0.2001953125 * 2688 = 538.125) = 540 (fp8q's own S: fp32(2688 / 5) = 537.6); the block
+// scale fp32(540 * bf16(5 / 6)) = 449.3 saturates at 448; a zero block's scale is 0.125.
+TEST(Producer, CompressedTensorsNvfp4WorkedExample) {
+  std::vector<std::uint16_t> w(32, 0);  // bf16 bits
+  w[0] = 0x40A0, w[1] = 0x3F80;         // 5, 1
+  const std::uint64_t shape[] = {1, 32};
+  QuantizeOptions o = like_modelopt_nvfp4();
+  o.like = Producer::kCompressedTensors;
+  const QuantizedTensor q = quantize(std::as_bytes(std::span<const std::uint16_t>(w)), kBF16, shape, o);
+  EXPECT_EQ(q.global_scale, 540.0f);
+  EXPECT_EQ(q.global_op, ScaleOp::kDivide);
+  ASSERT_EQ(q.scales.size(), 2u);
+  EXPECT_EQ(decode_f32(q.scales[0], kE4M3FN), 448.0f);
+  EXPECT_EQ(decode_f32(q.scales[1], kE4M3FN), 0.125f);
+  std::vector<std::uint8_t> codes(32);
+  unpack_fp4(q.codes, codes);
+  EXPECT_EQ(codes[0], 0x7);  // 5 / fp32(448 / 540) = 6.03: 6
+  EXPECT_EQ(codes[1], 0x2);  // 1.21: 1
 }
 
 TEST(Producer, ModelOptNvfp4SameBitsForEveryThreadCountAndRefusesWhatItCannotWrite) {

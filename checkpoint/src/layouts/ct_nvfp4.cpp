@@ -9,7 +9,8 @@
 //   <module>.weight_scale         F8_E4M3 [out, in / 16]: the block scales s (e4m3fn)
 //   <module>.weight_global_scale  F32 [1]: the tensor scale S
 // which the loader dequantizes as x = q * fp32(s / S). The codes, s and S are fp8q's NVFP4
-// quantization (docs/numerics.md section 5, "NVFP4"), whose dequantization is that formula.
+// quantization (docs/numerics.md section 5, "NVFP4"), whose dequantization is that formula, or
+// with --like compressed-tensors that library's own (quant/producer.hpp).
 // The input dimension must be a multiple of 16 (the loader reshapes into groups of 16); other
 // weights are kept in high precision and listed in "ignore".
 #include <cstring>
@@ -60,6 +61,7 @@ class CtNvfp4 final : public Layout {
     QuantizeOptions qo;
     qo.element = FormatId::kE2M1;
     qo.granularity = Granularity::nvfp4();
+    qo.like = o.like == Producer::kCompressedTensors ? o.like : Producer::kFp8q;
     qo.bulk = {o.threads, o.isa};
     const QuantizedTensor q = fp8q::quantize(w.data, source_format(w.dtype), w.shape, qo);
     const auto specs = plan(w, o);

@@ -66,10 +66,7 @@ CheckedOptions check_options(const QuantizeCheckpointOptions& opt) {
     // ct-mxfp8 and ct-mxfp4 quantize with compressed-tensors' MX exponents already
     if (opt.layout_options.like == Producer::kCompressedTensors && !layout->name().starts_with("ct-"))
       throw std::invalid_argument("--like compressed-tensors applies to the compressed-tensors layouts (ct-fp8, "
-                                  "ct-mxfp8, ct-mxfp4), not " + std::string(layout->name()));
-    if (opt.layout_options.like == Producer::kCompressedTensors && layout->name() == "ct-nvfp4")
-      throw std::invalid_argument("--like compressed-tensors: ct-nvfp4 is not checked against compressed-tensors' "
-                                  "NVFP4 quantizer yet");
+                                  "ct-mxfp8, ct-mxfp4, ct-nvfp4), not " + std::string(layout->name()));
     if (opt.layout_options.element && layout->name() != "trn3-mx")
       throw std::invalid_argument("--elem applies to --layout trn3-mx only (" + std::string(layout->name()) +
                                   " fixes its element format)");

@@ -43,19 +43,22 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
                             const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<float> scale_inv,
                             const BulkOptions& bulk = {});
 
-// ModelOpt's NVFP4 weight quantizer (NVFP4_DEFAULT_CFG: NVFP4QTensor.quantize, blocks of 16 along
-// the rows of `grid`, a block1x16 grid), every operation one fp32 nearest-even rounding:
-//   scale_2 = fp32(amax / 2688)                     the stored weight_scale_2, a multiplier
-//   s_b     = fp32(amax_b / fp32(6 * scale_2))      1 where that is 0
-//   code_b  = e4m3fn(min(max(s_b, 2^-9), 448))      the stored weight_scale
-//   d_b     = fp32(decode(code_b) * scale_2)
-//   q       = e2m1(fp32(x / d_b))                   nearest-even, saturating at 6; +0 for a
-//                                                   quotient of -0 (ModelOpt's sign is x / d_b < 0)
-// An amax that is NaN, Inf or 0, or a d_b that is 0 (ModelOpt writes NaN or Inf codes there), is
-// refused. codes: one e2m1 code a byte (unpacked); scales: one per block. The same bits for any
-// thread count and FP environment.
-void quantize_nvfp4_like_modelopt(std::span<const std::byte> data, const Format& from, const BlockGrid& grid,
-                                  std::span<std::uint8_t> codes, std::span<std::uint8_t> scales, float& scale_2,
-                                  const BulkOptions& bulk = {});
+// A producer's NVFP4 weight quantizer (blocks of 16 along the rows of `grid`, a block1x16
+// grid), every operation one fp32 nearest-even rounding but where D (the weight's dtype) is named:
+//   ModelOpt (NVFP4_DEFAULT_CFG, NVFP4QTensor.quantize):
+//     global = fp32(amax / 2688)                    its weight_scale_2, a multiplier
+//     s_b    = e4m3fn(clamp(fp32(amax_b / fp32(6 * global)) or 1 where 0, 2^-9, 448))
+//     d_b    = fp32(decode(s_b) * global)
+//   compressed-tensors (NVFP4 / NVFP4A16: generate_gparam, calculate_qparams, quantize):
+//     global = D(D(1 / amax) * 2688), 1 where Inf       its weight_global_scale, a divisor
+//     s_b    = e4m3fn(fp32(global * D(amax_b / 6))) saturating, 0.125 where that is 0
+//     d_b    = fp32(decode(s_b) / global)
+// then q = e2m1(fp32(x / d_b)), nearest-even, saturating at 6, with the code of +0 for a quotient
+// of -0 (both producers take the sign from x / d_b < 0). An amax that is NaN, Inf or (ModelOpt)
+// 0, or a d_b of 0, is refused: the producer writes NaN or Inf there. codes: one e2m1 code a
+// byte (unpacked); scales: one per block. The same bits for any thread count and FP environment.
+void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
+                                  const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
+                                  float& global, const BulkOptions& bulk = {});
 
 }  // namespace fp8q
