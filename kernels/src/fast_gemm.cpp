@@ -72,8 +72,8 @@ struct Fp32Panels {
     }
   }
   void run(std::size_t kc, const Word* ap, const Word* bp, const float* init, std::size_t ldi, float* out,
-           std::size_t ldo) const {
-    kernel(kc, ap, bp, init, ldi, out, ldo);
+           std::size_t ldo, bool add = false) const {
+    kernel(kc, ap, bp, init, ldi, out, ldo, add);
   }
 };
 
@@ -108,8 +108,8 @@ struct Bf16PairPanels {
     }
   }
   void run(std::size_t kc, const Word* ap, const Word* bp, const float* init, std::size_t ldi, float* out,
-           std::size_t ldo) const {
-    kernel(depth(kc), ap, bp, init, ldi, out, ldo);
+           std::size_t ldo, bool add = false) const {
+    kernel(depth(kc), ap, bp, init, ldi, out, ldo, add);
   }
 };
 
@@ -206,7 +206,10 @@ void fast_rows(const GemmArgs& g, const GemmOptions& o, const P& kernel, std::si
               float* o_tile = &out[r0 * N + c0];
               if (single) {
                 compute(!first || seeded ? o_tile : nullptr, o_tile, N);
-              } else if (!parked) {  // the segment is this one chunk
+              } else if (!parked && !detail::block_scaled(g) && mr == kMr && nr == kNr) {
+                // the segment is this one chunk: the kernel folds its sum into out itself
+                kernel.run(kc, &ap[ip * d * kMr], &bp[jp * d * kNr], nullptr, N, o_tile, N, true);
+              } else if (!parked) {
                 compute(nullptr, tile, kNr);
                 fold(tile, kNr, r0, c0, mr, nr);
               } else {

@@ -33,7 +33,7 @@ float lo(std::uint32_t w) { return std::bit_cast<float>(w << 16); }
 // The lane arithmetic of vdpbf16ps as docs/numerics.md states it, per pair:
 // acc = fp32(fp32(acc + hi_a * hi_b) + lo_a * lo_b) (fp32 products of bf16 values are exact).
 void emulated_kernel(std::size_t pairs, const std::uint32_t* ap, const std::uint32_t* bp, const float* init,
-                     std::size_t ldi, float* out, std::size_t ldo) {
+                     std::size_t ldi, float* out, std::size_t ldo, bool add) {
   using detail::kPairMr, detail::kPairNr;
   for (std::size_t i = 0; i < kPairMr; ++i)
     for (std::size_t j = 0; j < kPairNr; ++j) {
@@ -43,7 +43,7 @@ void emulated_kernel(std::size_t pairs, const std::uint32_t* ap, const std::uint
         acc = acc + hi(a) * hi(b);
         acc = acc + lo(a) * lo(b);
       }
-      out[i * ldo + j] = acc;
+      out[i * ldo + j] = add ? out[i * ldo + j] + acc : acc;
     }
 }
 
@@ -51,13 +51,13 @@ const detail::SeqMicro kEmulated{.pairs = &emulated_kernel, .name = "emulated"};
 
 // The AVX-512 FMA kernel's tile (kMr x kWideNr fp32 panels), element by element.
 void emulated_wide_kernel(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi,
-                          float* out, std::size_t ldo) {
+                          float* out, std::size_t ldo, bool add) {
   using detail::kMr, detail::kWideNr;
   for (std::size_t i = 0; i < kMr; ++i)
     for (std::size_t j = 0; j < kWideNr; ++j) {
       float acc = init != nullptr ? init[i * ldi + j] : 0.0f;
       for (std::size_t k = 0; k < kc; ++k) acc = acc + ap[k * kMr + i] * bp[k * kWideNr + j];
-      out[i * ldo + j] = acc;
+      out[i * ldo + j] = add ? out[i * ldo + j] + acc : acc;
     }
 }
 
@@ -223,7 +223,8 @@ TEST(GemmSeqKernels, ForcedMicroKernel) {
 // The instruction against the emulation on one tile: random decoded FP8 pairs of every format
 // (ties and exact cancellations included), init values that are subnormal (the kernel's scalar
 // tile; the instruction alone would read them as 0), +-0, +-Inf and NaN, pairs with the -0
-// padding product after a -0 init. 2^20 products per run.
+// padding product after a -0 init, the sum from +0 added to out (a systolic tile's fold).
+// 2^20 products per run.
 TEST(GemmBf16Pairs, Avx512Bf16KernelEqualsLaneFormula) {
   const detail::PairKernel kernel = detail::seq_kernel_avx512bf16();
   if (kernel == nullptr) GTEST_SKIP() << "this CPU (or build) has no AVX-512 BF16";
@@ -255,9 +256,10 @@ TEST(GemmBf16Pairs, Avx512Bf16KernelEqualsLaneFormula) {
       if (subnormal && r == 4) init[e] = std::ldexp(static_cast<float>(rng() % 1000 + 1), -140) * (rng() % 2 ? -1.0f : 1.0f);
     }
     subnormal_tiles += subnormal;
-    const bool use_init = t % 9 != 0;
-    emulated_kernel(kPairs, ap.data(), bp.data(), use_init ? init.data() : nullptr, kPairNr, want.data(), kPairNr);
-    kernel(kPairs, ap.data(), bp.data(), use_init ? init.data() : nullptr, kPairNr, got.data(), kPairNr);
+    const bool use_init = t % 9 != 0, add = !use_init && t % 2 == 0;  // add: out = fp32(out + the sum from +0)
+    if (add) want = init, got = init;
+    emulated_kernel(kPairs, ap.data(), bp.data(), use_init ? init.data() : nullptr, kPairNr, want.data(), kPairNr, add);
+    kernel(kPairs, ap.data(), bp.data(), use_init ? init.data() : nullptr, kPairNr, got.data(), kPairNr, add);
     for (std::size_t e = 0; e < kTile; ++e) {
       if (std::isnan(want[e])) {
         ASSERT_TRUE(std::isnan(got[e])) << "tile " << t << " element " << e;
@@ -278,7 +280,7 @@ TEST(GemmBf16Pairs, Avx512Bf16KernelKeepsSubnormalInit) {
   std::vector<std::uint32_t> ap(3 * kPairMr, detail::bf16_pair(0.0f, detail::kPadA)), bp(3 * kPairNr, detail::bf16_pair(2.0f, 0.0f));
   std::vector<float> init(kPairMr * kPairNr, 1.0f), out(init.size());
   init[5] = std::ldexp(1.0f, -140), init[70] = -std::ldexp(3.0f, -149);
-  kernel(3, ap.data(), bp.data(), init.data(), kPairNr, out.data(), kPairNr);
+  kernel(3, ap.data(), bp.data(), init.data(), kPairNr, out.data(), kPairNr, false);
   EXPECT_EQ(bits_of(out[5]), bits_of(init[5]));
   EXPECT_EQ(bits_of(out[70]), bits_of(init[70]));
   EXPECT_EQ(out[0], 1.0f);

@@ -18,9 +18,10 @@ inline constexpr std::size_t kWideNr = 64;
 // rounded (exact for decoded FP8 operands, so a fused multiply-add gives the same bits), every
 // addition rounded, in k order. Packed operands: ap[k * kMr + i], bp[k * nr + j], nr = kNr
 // (kWideNr for the AVX-512 kernel). Each lane is one output, so the vector width cannot change
-// a result.
+// a result. With `add` (and init null) the tile's sum is added to out instead, out = fp32(out +
+// acc): a systolic tile folded into its PSUM.
 using SeqKernel = void (*)(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi,
-                          float* out, std::size_t ldo);
+                          float* out, std::size_t ldo, bool add);
 
 SeqKernel seq_kernel_generic();
 #if defined(FP8Q_HAVE_AVX2)

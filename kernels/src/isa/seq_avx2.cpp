@@ -18,7 +18,7 @@ static_assert(kMr == 6 && kNr == 16, "the register tile below is written for 6 x
 // Twelve named accumulators rather than an array: GCC keeps them in registers (with an
 // array it stored them to the stack every iteration). 12 + 2 (B) + 1 (A) + 1 (product) = 16.
 void kernel(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi, float* out,
-            std::size_t ldo) {
+            std::size_t ldo, bool add) {
   auto load = [&](std::size_t i, std::size_t h) {
     return init != nullptr ? _mm256_loadu_ps(init + i * ldi + 8 * h) : _mm256_setzero_ps();
   };
@@ -40,10 +40,11 @@ void kernel(std::size_t kc, const float* ap, const float* bp, const float* init,
     c50 = _mm256_fmadd_ps(a, b0, c50), c51 = _mm256_fmadd_ps(a, b1, c51);
   }
   const __m256 c[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  for (std::size_t i = 0; i < kMr; ++i) {
-    _mm256_storeu_ps(out + i * ldo, c[i][0]);
-    _mm256_storeu_ps(out + i * ldo + 8, c[i][1]);
-  }
+  for (std::size_t i = 0; i < kMr; ++i)
+    for (std::size_t h = 0; h < 2; ++h) {
+      float* o = out + i * ldo + 8 * h;
+      _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), c[i][h]) : c[i][h]);
+    }
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ static_assert(kMr == 6 && kWideNr == 64, "the register tile below is written for
 // Twenty-four named accumulators (an array would be stored to the stack each iteration, as in
 // seq_avx2.cpp). Per K step: 4 B loads, 6 broadcasts, 24 vfmadd231ps.
 void kernel(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi, float* out,
-            std::size_t ldo) {
+            std::size_t ldo, bool add) {
   auto load = [&](std::size_t i, std::size_t h) {
     return init != nullptr ? _mm512_loadu_ps(init + i * ldi + 16 * h) : _mm512_setzero_ps();
   };
@@ -39,7 +39,10 @@ void kernel(std::size_t kc, const float* ap, const float* bp, const float* init,
   const __m512 c[kMr][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23},
                             {c30, c31, c32, c33}, {c40, c41, c42, c43}, {c50, c51, c52, c53}};
   for (std::size_t i = 0; i < kMr; ++i)
-    for (std::size_t h = 0; h < 4; ++h) _mm512_storeu_ps(out + i * ldo + 16 * h, c[i][h]);
+    for (std::size_t h = 0; h < 4; ++h) {
+      float* o = out + i * ldo + 16 * h;
+      _mm512_storeu_ps(o, add ? _mm512_add_ps(_mm512_loadu_ps(o), c[i][h]) : c[i][h]);
+    }
 }
 
 }  // namespace

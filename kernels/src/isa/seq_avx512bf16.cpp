@@ -39,7 +39,7 @@ bool has_subnormal(const float* init, std::size_t ldi) {
 // The definition step by step in scalar fp32 (-ffp-contract=off; the driver runs under the
 // IEEE default environment, so subnormals are kept): the tile whose init holds a subnormal.
 void scalar_tile(std::size_t pairs, const std::uint32_t* ap, const std::uint32_t* bp, const float* init,
-                 std::size_t ldi, float* out, std::size_t ldo) {
+                 std::size_t ldi, float* out, std::size_t ldo) {  // init is set, so never `add`
   auto hi = [](std::uint32_t w) { return std::bit_cast<float>(w & 0xFFFF0000u); };
   auto lo = [](std::uint32_t w) { return std::bit_cast<float>(w << 16); };
   for (std::size_t i = 0; i < kPairMr; ++i)
@@ -59,7 +59,7 @@ inline __m512bh as_bf16(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
 // Twenty-four named accumulators (an array would be stored to the stack each iteration, as in
 // seq_avx2.cpp). Per pair: 4 B loads, 6 broadcasts, 24 vdpbf16ps.
 void kernel(std::size_t pairs, const std::uint32_t* ap, const std::uint32_t* bp, const float* init, std::size_t ldi,
-            float* out, std::size_t ldo) {
+            float* out, std::size_t ldo, bool add) {
   if (init != nullptr && has_subnormal(init, ldi)) return scalar_tile(pairs, ap, bp, init, ldi, out, ldo);
   auto load = [&](std::size_t i, std::size_t h) {
     return init != nullptr ? _mm512_loadu_ps(init + i * ldi + 16 * h) : _mm512_setzero_ps();
@@ -82,7 +82,10 @@ void kernel(std::size_t pairs, const std::uint32_t* ap, const std::uint32_t* bp,
   const __m512 c[kPairMr][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23},
                                 {c30, c31, c32, c33}, {c40, c41, c42, c43}, {c50, c51, c52, c53}};
   for (std::size_t i = 0; i < kPairMr; ++i)
-    for (std::size_t h = 0; h < 4; ++h) _mm512_storeu_ps(out + i * ldo + 16 * h, c[i][h]);
+    for (std::size_t h = 0; h < 4; ++h) {
+      float* o = out + i * ldo + 16 * h;
+      _mm512_storeu_ps(o, add ? _mm512_add_ps(_mm512_loadu_ps(o), c[i][h]) : c[i][h]);
+    }
 }
 
 }  // namespace

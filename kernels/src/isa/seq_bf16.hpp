@@ -29,9 +29,10 @@ inline constexpr float kPadA = -0.0f, kPadB = 0.0f;
 // elements, starting from init[i * ldi + j] (or +0 when init is null; init may equal out), as
 // SeqKernel (seq.hpp). Packed operands: ap[q * kPairMr + i], bp[q * kPairNr + j] for pair q.
 // A subnormal init (which the driver never passes: its partial sums are sums of products,
-// multiples of 2^-34) is handled too, although the instruction treats it as zero.
+// multiples of 2^-34) is handled too, although the instruction treats it as zero. `add` as
+// SeqKernel's: out = fp32(out + acc).
 using PairKernel = void (*)(std::size_t pairs, const std::uint32_t* ap, const std::uint32_t* bp, const float* init,
-                            std::size_t ldi, float* out, std::size_t ldo);
+                            std::size_t ldi, float* out, std::size_t ldo, bool add);
 
 #if defined(FP8Q_HAVE_AVX512BF16)
 PairKernel seq_kernel_avx512bf16();  // nullptr where the CPU lacks AVX-512 BF16

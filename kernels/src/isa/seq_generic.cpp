@@ -6,7 +6,7 @@ namespace fp8q::detail {
 namespace {
 
 void kernel(std::size_t kc, const float* ap, const float* bp, const float* init, std::size_t ldi, float* out,
-            std::size_t ldo) {
+            std::size_t ldo, bool add) {
   float acc[kMr][kNr];
   for (std::size_t i = 0; i < kMr; ++i)
     for (std::size_t j = 0; j < kNr; ++j) acc[i][j] = init != nullptr ? init[i * ldi + j] : 0.0f;
@@ -19,7 +19,7 @@ void kernel(std::size_t kc, const float* ap, const float* bp, const float* init,
       }
     }
   for (std::size_t i = 0; i < kMr; ++i)
-    for (std::size_t j = 0; j < kNr; ++j) out[i * ldo + j] = acc[i][j];
+    for (std::size_t j = 0; j < kNr; ++j) out[i * ldo + j] = add ? out[i * ldo + j] + acc[i][j] : acc[i][j];
 }
 
 }  // namespace
