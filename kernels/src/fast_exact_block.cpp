@@ -28,7 +28,7 @@ namespace {
 
 constexpr std::size_t kMr = kXbMr, kNr = kXbNr;
 // Cache blocking: about kKc products of K per chunk (whole blocks), so a kKc x kNr B panel
-// (16 KiB of fp64) stays in L1 while a kMc x kKc A block (192 KiB) streams from L2; the B block
+// (32 KiB of fp64) stays in L1 or L2 while a kMc x kKc A block (192 KiB) streams from L2; the B block
 // holds up to 2^20 fp64 values (8 MiB, L3), so A is decoded once per 512 columns.
 constexpr std::size_t kKc = 256, kMc = 16 * kMr, kBBlockValues = std::size_t{1} << 20;
 // The longest block (products summed exactly as one) this path takes: a chunk holds whole

@@ -94,8 +94,10 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
   if (grid.block_rows != 1 || grid.block_cols != 16)
     throw std::invalid_argument(like + "its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4)");
   if (grid.cols % 16 != 0)
-    throw std::invalid_argument(like + "its NVFP4 quantizer takes a last dimension that is a multiple of 16, not " +
-                                std::to_string(grid.cols));
+    throw std::invalid_argument(like + "the preset takes a last dimension that is a multiple of 16, not " +
+                                std::to_string(grid.cols) + (producer == Producer::kModelOpt
+                                                                  ? " (ModelOpt pads it with zeros to one: pad it so)"
+                                                                  : ""));
   const std::size_t esz = from.storage_bytes();
   if (data.size() != grid.rows * grid.cols * esz || codes.size() != grid.rows * grid.cols ||
       scales.size() != grid.grid_size())
@@ -106,7 +108,7 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
   const float amax = float_of(std::accumulate(amaxes.begin(), amaxes.end(), std::uint32_t{0},
                                               [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); }));
   if (!(amax < std::numeric_limits<float>::infinity()))
-    throw std::invalid_argument(like + "the tensor's amax is " + std::to_string(amax) +
+    throw std::invalid_argument(like + "the tensor's amax is " + float_text(amax) +
                                 ", for which its NVFP4 quantizer writes NaN or Inf codes");
   ConvertOptions to_d;  // nearest-even into D, as torch rounds a result to the tensor's dtype
   to_d.overflow = Overflow::kInfOrNan;
@@ -117,16 +119,19 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
   if (modelopt) {
     g = amax / 2688.0f;
     if (!(g > 0))
-      throw std::invalid_argument(like + "the tensor's amax is " + std::to_string(amax) +
-                                  ", for which ModelOpt's NVFP4 export writes NaN scales (weight_scale_2 = " +
-                                  std::to_string(g) + ")");
+      throw std::invalid_argument(like + "the tensor's amax is " + float_text(amax) +
+                                  ", for which ModelOpt's NVFP4 export computes weight_scale_2 = " + float_text(g) +
+                                  " and divides by 0");
   } else {  // 2688 / amax as torch computes a scalar over a D tensor, D(D(1 / amax) * 2688), the
             // amax clamped to D's smallest normal first; Inf (and NaN) become 1
     const float tiny = from == kF16 ? 0x1p-14f : 0x1p-126f;
     g = in_d(in_d(1.0f / std::max(amax, tiny)) * 2688.0f);
     if (!(g < std::numeric_limits<float>::infinity())) g = 1.0f;
   }
+  // every block's scale and multiplier before anything is written
   const float six_g = 6.0f * g;
+  const auto eps = static_cast<std::uint8_t>(encode_f32(0.125f, kE4M3FN));  // compressed-tensors' eps of e4m3fn
+  std::vector<std::uint8_t> codes_of_scales(amaxes.size());
   std::vector<float> d(amaxes.size());
   for (std::size_t b = 0; b < amaxes.size(); ++b) {
     float s;
@@ -137,14 +142,16 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
     } else {
       s = std::min(g * in_d(amaxes[b] / 6.0f), 448.0f);
     }
-    scales[b] = static_cast<std::uint8_t>(encode_f32(s, kE4M3FN));  // in range: nearest-even
-    if (scales[b] == 0) scales[b] = static_cast<std::uint8_t>(encode_f32(0.125f, kE4M3FN));  // its eps of e4m3fn
-    const float decoded = decode_f32(scales[b], kE4M3FN);
+    std::uint8_t c = static_cast<std::uint8_t>(encode_f32(s, kE4M3FN));  // in range: nearest-even
+    if (c == 0) c = eps;  // (ModelOpt's s is at least 2^-9, never 0)
+    codes_of_scales[b] = c;
+    const float decoded = decode_f32(c, kE4M3FN);
     d[b] = modelopt ? decoded * g : decoded / g;
     if (d[b] == 0)
-      throw std::invalid_argument(like + "block " + std::to_string(b) + "'s multiplier is 0 in float32 (block scale " +
-                                  std::to_string(decoded) + ", tensor scale " + std::to_string(g) +
-                                  "), where its quantizer divides by 0");
+      throw std::invalid_argument(like + "row " + std::to_string(b / grid.grid_cols()) + ", block " +
+                                  std::to_string(b % grid.grid_cols()) + ": its multiplier is 0 in float32 (block "
+                                  "scale " + float_text(decoded) + ", tensor scale " + float_text(g) +
+                                  "), where the quantizer divides by 0");
   }
   ConvertOptions to_fp4;
   to_fp4.overflow = Overflow::kSaturate;
@@ -159,6 +166,7 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
     for (std::size_t c = 0; c < grid.cols; ++c)
       if (bits_of(x[c]) == 0x80000000u) row[c] = 0;  // -0: both take the sign from x / d < 0
   }
+  std::copy(codes_of_scales.begin(), codes_of_scales.end(), scales.begin());
   global = g;
 }
 

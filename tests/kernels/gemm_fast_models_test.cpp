@@ -2,7 +2,7 @@
 // kernels/src/fast_fused.cpp) equal the scalar reference bit for bit: random codes (NaN and Inf
 // included), MX scales over E8M0's whole range (NaN scale too), every plain scaling, C and
 // bias, fp32 and bf16 output, 1 to 4 threads, and shapes that are multiples of no tile (the
-// exact_block tile is 6 x 8 with 128-column blocks and chunks of whole blocks near 256 K; the
+// exact_block tile is 6 x 16 with 128-column blocks and chunks of whole blocks near 256 K; the
 // fused tile is 5 x 16 with 1024-column blocks and chunks of whole steps near 256 K). CTest
 // runs this binary with the best ISA, with FP8Q_ISA=avx2 and with FP8Q_ISA=generic.
 #include <gtest/gtest.h>

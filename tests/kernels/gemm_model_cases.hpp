@@ -20,7 +20,7 @@
 
 namespace fp8q::testing {
 
-// 1x1x1: degenerate; 7/13/33/130: no tile multiples (the exact_block tile is 6 x 8, the fused
+// 1x1x1: degenerate; 7/13/33/130: no tile multiples (the exact_block tile is 6 x 16, the fused
 // one 5 x 16); 97 rows: two row blocks of 96; 300 / 1100 columns: several column blocks;
 // K = 600: several chunks; K = 0: empty sums; K = 40: a partial block.
 inline constexpr Shape kModelShapes[] = {{1, 1, 1},     {7, 33, 130},  {130, 7, 33}, {13, 300, 40},

@@ -254,9 +254,17 @@ def test_python_like_modelopt_nvfp4_equals_its_quantizer(dtype):
         assert q.global_scale.view(torch.int32).item() == scale_2.float().view(torch.int32).item()
         assert q.global_scale_op == "multiply"
         theirs = packed.dequantize(dtype=torch.float32, scale=scale, double_scale=scale_2, block_sizes={-1: 16})
-        assert torch.equal(q.dequantize(), theirs)
-    with pytest.raises(ValueError, match="like modelopt: the tensor's amax is 0.0*, for which ModelOpt's NVFP4 export"):
+        ours = q.dequantize()
+        assert torch.equal((ours + 0.0).view(torch.int32), theirs.view(torch.int32))  # -0 + 0 = +0, as theirs
+        assert torch.equal(ours.view(torch.int32), fp8q.from_codes(q.codes, q.scales, "nvfp4", "e2m1", q.global_scale,
+                                                                    "multiply").dequantize().view(torch.int32))
+    with pytest.raises(ValueError, match="like modelopt: the tensor's amax is 0, for which ModelOpt's NVFP4 export"):
         fp8q.quantize(torch.zeros(2, 32), "e2m1", granularity="nvfp4", like="modelopt")
+    m = fp8q.quantize(torch.ones(2, 32), "e2m1", granularity="nvfp4", like="modelopt")
+    with pytest.raises(ValueError, match="global_scale_op: 'times' is not divide or multiply"):
+        torch.ops.fp8q.dequantize(m.codes, m.scales, "nvfp4", "e2m1", torch.float32, m.global_scale, "times")
+    with pytest.raises(ValueError, match="global_scale_op: only the nvfp4 granularities have a global scale"):
+        torch.ops.fp8q.dequantize(m.codes, m.scales.float(), "tensor", "e2m1", torch.float32, None, "multiply")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])

@@ -228,7 +228,48 @@ TEST(Producer, ModelOptNvfp4SameBitsForEveryThreadCountAndRefusesWhatItCannotWri
   rtz.convert.rounding = Rounding::kTowardZero;
   QuantizeOptions fp8 = like_modelopt_nvfp4();
   fp8.element = FormatId::kE4M3FN;
-  for (const QuantizeOptions& o : {square, rtz, fp8}) EXPECT_THROW(quantize(data, kF32, shape, o), std::invalid_argument);
+  QuantizeOptions ct = like_modelopt_nvfp4();
+  ct.like = Producer::kCompressedTensors;
+  QuantizeOptions ct_rtz = ct;
+  ct_rtz.convert.rounding = Rounding::kTowardZero;
+  for (const QuantizeOptions& o : {square, rtz, fp8, ct_rtz})
+    EXPECT_THROW(quantize(data, kF32, shape, o), std::invalid_argument);
+  const std::uint64_t odd[] = {2, 24};  // not whole blocks of 16
+  for (const QuantizeOptions& o : {like_modelopt_nvfp4(), ct})
+    EXPECT_THROW(quantize(std::as_bytes(std::span<const float>(w).first(48)), kF32, odd, o), std::invalid_argument);
+  // compressed-tensors: the same bits for any thread count and FP environment too
+  const QuantizedTensor ct_want = quantize(data, kF32, shape, ct);
+  for (int threads : {2, 5}) {
+    test::ScopedHostileFpEnv env;
+    QuantizeOptions t = ct;
+    t.bulk.threads = threads;
+    const QuantizedTensor got = quantize(data, kF32, shape, t);
+    EXPECT_EQ(got.codes, ct_want.codes);
+    EXPECT_EQ(got.scales, ct_want.scales);
+    EXPECT_EQ(bits_of(got.global_scale), bits_of(ct_want.global_scale));
+  }
+}
+
+// ModelOpt: amax 2^-135 gives weight_scale_2 = 2^-135 / 2688, and a block of amax 2^-149 the
+// multiplier fp32(decode(s) * weight_scale_2) = 0, by which ModelOpt would divide: refused, and
+// nothing is written.
+TEST(Producer, ModelOptNvfp4RefusesAZeroMultiplierAndWritesNothing) {
+  std::vector<float> w(32, 0.0f);
+  w[0] = 0x1p-135f, w[16] = 0x1p-149f;
+  const std::uint64_t shape[] = {1, 32};
+  const QuantizeOptions o = like_modelopt_nvfp4();
+  std::vector<std::uint8_t> codes(16, 0xAB), scales(2, 0xCD);
+  float global = -1.0f;
+  try {
+    quantize_into(std::as_bytes(std::span<const float>(w)), kF32, shape, o,
+                  {.codes = codes, .scales = scales, .scale_inv = {}, .global_scale = std::span(&global, 1)});
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("row 0, block 1: its multiplier is 0 in float32"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(codes, std::vector<std::uint8_t>(16, 0xAB));
+  EXPECT_EQ(scales, std::vector<std::uint8_t>(2, 0xCD));
+  EXPECT_EQ(global, -1.0f);
 }
 
 TEST(Producer, CompressedTensorsRefusesWhatItDoesNotDo) {

@@ -104,7 +104,7 @@ def _transposed(q: QuantizedTensor) -> QuantizedTensor:
     """t^T's cast from t's (data movement): the codes and the scale grid transposed (the plan
     never asks it of packed e2m1 codes: their casts are of t^T itself)."""
     return QuantizedTensor(q.codes.t().contiguous(), q.scales.t().contiguous(), q.format,
-                           _granularity(q.granularity, True), q.global_scale)
+                           _granularity(q.granularity, True), q.global_scale, q.global_scale_op)
 
 
 class _Operand:

@@ -50,7 +50,8 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
 //     s_b    = e4m3fn(clamp(fp32(amax_b / fp32(6 * global)) or 1 where 0, 2^-9, 448))
 //     d_b    = fp32(decode(s_b) * global)
 //   compressed-tensors (NVFP4 / NVFP4A16: generate_gparam, calculate_qparams, quantize):
-//     global = D(D(1 / amax) * 2688), 1 where Inf       its weight_global_scale, a divisor
+//     global = D(D(1 / max(amax, D's smallest normal)) * 2688), 1 where Inf
+//                                                   its weight_global_scale, a divisor
 //     s_b    = e4m3fn(fp32(global * D(amax_b / 6))) saturating, 0.125 where that is 0
 //     d_b    = fp32(decode(s_b) / global)
 // then q = e2m1(fp32(x / d_b)), nearest-even, saturating at 6, with the code of +0 for a quotient
