@@ -22,7 +22,7 @@ from .conversion import NanPolicy, Overflow, Rounding, ScaleOp
 from .formats import FormatLike, get
 
 MxRule = Literal["floor", "ceil", "even", "rceil", "trainium3", "compressed-tensors"]
-Producer = Literal["fp8q", "compressed-tensors", "modelopt"]
+Producer = Literal["fp8q", "compressed-tensors", "modelopt", "modelopt-cuda"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,9 @@ def quantize(
     ``global_scale`` is its ``weight_scale_2`` = amax / 2688, a multiplier
     (``global_scale_op="multiply"``), and ``scales`` its ``weight_scale``; and
     ``like="compressed-tensors"`` llm-compressor's NVFP4 (``weight_global_scale``, a divisor, and
-    ``weight_scale``).
+    ``weight_scale``). ``"modelopt"`` is ModelOpt's arithmetic on a CPU; ``"modelopt-cuda"`` on a
+    CUDA device, where torch divides the amax by 448 or 2688 as amax * fp32(1 / n): what exports
+    made on a GPU hold (docs/checkpoints.md, "Producer presets").
 
     Example:
         >>> import torch, fp8q
@@ -139,7 +141,7 @@ def quantize(
     )
     if granularity.startswith("nvfp4"):  # two scales: the op returns the global one too
         codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(*args, _args.text(like, "like"))
-        op: ScaleOp = "multiply" if like == "modelopt" else "divide"
+        op: ScaleOp = "multiply" if like in ("modelopt", "modelopt-cuda") else "divide"
         return QuantizedTensor(codes, scales, get(format).name, granularity, global_scale, op)
     codes, scales = torch.ops.fp8q.quantize(*args, _args.text(like, "like"))
     return QuantizedTensor(codes, scales, get(format).name, granularity)

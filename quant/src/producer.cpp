@@ -18,6 +18,7 @@ std::optional<Producer> parse_producer(std::string_view name) {
   if (name == "fp8q") return Producer::kFp8q;
   if (name == "compressed-tensors") return Producer::kCompressedTensors;
   if (name == "modelopt") return Producer::kModelOpt;
+  if (name == "modelopt-cuda") return Producer::kModelOptCuda;
   return std::nullopt;
 }
 
@@ -26,13 +27,22 @@ std::string_view producer_name(Producer p) {
     case Producer::kFp8q: return "fp8q";
     case Producer::kCompressedTensors: return "compressed-tensors";
     case Producer::kModelOpt: return "modelopt";
+    case Producer::kModelOptCuda: return "modelopt-cuda";
   }
   return "?";
 }
 
+namespace {
+// x / n for a Python number n as torch computes it for the producer: on a CPU the quotient, on
+// CUDA (div_true_kernel_cuda, a CPU scalar divisor) x times fp32(1 / n)
+float divide_by_number(Producer p, float x, float n) {
+  return p == Producer::kModelOptCuda ? x * static_cast<float>(1.0 / static_cast<double>(n)) : x / n;
+}
+}  // namespace
+
 void quantize_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
-                            const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<float> scale_inv,
-                            const BulkOptions& bulk) {
+                            const BlockGrid& grid, bool per_tensor, std::span<std::uint8_t> codes,
+                            std::span<float> scale_inv, const BulkOptions& bulk) {
   if (producer == Producer::kFp8q) throw std::invalid_argument("quantize_like_producer: fp8q is not a producer preset");
   if (from != kF32 && from != kBF16 && from != kF16)
     throw std::invalid_argument(std::string(producer_name(producer)) + "'s quantizer reads f32, bf16 or f16, not " +
@@ -41,9 +51,6 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
   if (data.size() != grid.rows * grid.cols * esz || codes.size() != grid.rows * grid.cols ||
       scale_inv.size() != grid.grid_size())
     throw std::invalid_argument("quantize_like_producer: sizes do not match the grid");
-  if (producer == Producer::kModelOpt && grid.grid_size() > 1)
-    throw std::invalid_argument("quantize_like_producer: ModelOpt's preset here is per tensor (its per-row and "
-                                "per-block FP8 are fp8q's own divide form)");
   std::vector<float> amaxes(grid.grid_size());
   block_amax(data, from, grid, amaxes, bulk.threads);
   // torch's eps of D: 2^-23, 2^-7 (bf16), 2^-10 (fp16)
@@ -52,21 +59,26 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
   to_d.overflow = Overflow::kInfOrNan;
   auto in_d = [&](float x) { return from == kF32 ? x : decode_f32(encode_f32(x, from, to_d), from); };
   const ScopedDefaultFpEnv env;  // the divisions below: IEEE nearest-even, subnormals kept
+  const bool modelopt = producer == Producer::kModelOpt || producer == Producer::kModelOptCuda;
   for (std::size_t b = 0; b < amaxes.size(); ++b) {
-    if (producer == Producer::kModelOpt) {  // its export divides the raw amax
-      scale_inv[b] = amaxes[b] / 448.0f;
+    if (modelopt) {  // its export divides the raw amax
+      scale_inv[b] = divide_by_number(producer, amaxes[b], 448.0f);
+      if (!per_tensor && scale_inv[b] == 0) scale_inv[b] = 1.0f;
       if (!(scale_inv[b] > 0))
-        throw std::invalid_argument("like modelopt: the tensor's amax is " + std::to_string(amaxes[b]) +
+        throw std::invalid_argument("like " + std::string(producer_name(producer)) + ": the tensor's amax is " +
+                                    float_text(amaxes[b]) +
                                     ", for which ModelOpt's FP8 export writes the scale 0 and NaN codes (0 / 0)");
       continue;
     }
     const float s = in_d(amaxes[b] / 448.0f);
     scale_inv[b] = s == 0 ? eps : s;
   }
-  // q = e4m3fn(D(fp32(x / s))): a row's fp32 quotients, rounded to D, then converted (ModelOpt
-  // through torch's cast, which has no saturation)
+  // q = e4m3fn(D(fp32(x / s))): a row's fp32 quotients, rounded to D (not by ModelOpt's per-row
+  // and per-block scales, dimensioned fp32 tensors), then converted (ModelOpt through torch's
+  // cast, which has no saturation)
   ConvertOptions to_fp8;
-  to_fp8.overflow = producer == Producer::kModelOpt ? Overflow::kInfOrNan : Overflow::kSaturate;
+  to_fp8.overflow = modelopt ? Overflow::kInfOrNan : Overflow::kSaturate;
+  const bool quotient_in_d = from != kF32 && (!modelopt || per_tensor);
   const BulkOptions one{1, bulk.isa};  // a row at a time
   std::vector<float> x(grid.cols);
   std::vector<std::byte> narrow(grid.cols * esz);
@@ -75,7 +87,7 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
             one);
     for (std::size_t c = 0; c < grid.cols; ++c) x[c] = x[c] / scale_inv[grid.scale_index(r, c)];
     const std::span<std::uint8_t> row(codes.data() + r * grid.cols, grid.cols);
-    if (from == kF32) {
+    if (!quotient_in_d) {
       convert(x, row, kE4M3FN, to_fp8, one);
       continue;
     }
@@ -95,9 +107,9 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
     throw std::invalid_argument(like + "its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4)");
   if (grid.cols % 16 != 0)
     throw std::invalid_argument(like + "the preset takes a last dimension that is a multiple of 16, not " +
-                                std::to_string(grid.cols) + (producer == Producer::kModelOpt
-                                                                  ? " (ModelOpt pads it with zeros to one: pad it so)"
-                                                                  : ""));
+                                std::to_string(grid.cols) +
+                                (producer != Producer::kCompressedTensors ? " (ModelOpt pads it with zeros to one: pad it so)"
+                                                                          : ""));
   const std::size_t esz = from.storage_bytes();
   if (data.size() != grid.rows * grid.cols * esz || codes.size() != grid.rows * grid.cols ||
       scales.size() != grid.grid_size())
@@ -114,10 +126,10 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
   to_d.overflow = Overflow::kInfOrNan;
   auto in_d = [&](float x) { return from == kF32 ? x : decode_f32(encode_f32(x, from, to_d), from); };
   const ScopedDefaultFpEnv env;  // the arithmetic below: IEEE nearest-even, subnormals kept
-  const bool modelopt = producer == Producer::kModelOpt;
+  const bool modelopt = producer == Producer::kModelOpt || producer == Producer::kModelOptCuda;
   float g;
   if (modelopt) {
-    g = amax / 2688.0f;
+    g = divide_by_number(producer, amax, 2688.0f);
     if (!(g > 0))
       throw std::invalid_argument(like + "the tensor's amax is " + float_text(amax) +
                                   ", for which ModelOpt's NVFP4 export computes weight_scale_2 = " + float_text(g) +

@@ -179,11 +179,10 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
   } else if (o.granularity.kind == GranularityKind::kMx) {
     convert_mx(data, from, q.grid.rows, q.grid.cols, kMxBlock, codes, out.scales, elem,
                mx_scale_table(elem, o.mx_rule), o.convert, o.bulk);
-  } else if (o.like == Producer::kCompressedTensors ||
-             (o.like == Producer::kModelOpt && o.granularity.kind == GranularityKind::kTensor)) {
-    // (ModelOpt's per-row and per-block FP8 divide by a dimensioned fp32 scale: fp8q's own form)
+  } else if (o.like != Producer::kFp8q) {
     const std::size_t blocks = q.grid.grid_size();
-    quantize_like_producer(o.like, data, from, q.grid, codes, out.scale_inv.first(blocks), o.bulk);
+    quantize_like_producer(o.like, data, from, q.grid, o.granularity.kind == GranularityKind::kTensor, codes,
+                           out.scale_inv.first(blocks), o.bulk);
     if (blocks == 0) out.scale_inv[0] = 1.0f;  // an empty per-tensor grid
   } else {
     std::vector<float> amaxes(q.grid.grid_size());
@@ -224,7 +223,8 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
   if (coded_scales(o.granularity)) q.scales.resize(q.grid.grid_size());
   q.scale_inv.resize(scale_inv_count(q));
   fill(data, from, q, o, {q.codes, q.scales, q.scale_inv, {&q.global_scale, is_nvfp4(o.granularity) ? 1u : 0u}});
-  if (o.like == Producer::kModelOpt && is_nvfp4(o.granularity)) q.global_op = ScaleOp::kMultiply;
+  if ((o.like == Producer::kModelOpt || o.like == Producer::kModelOptCuda) && is_nvfp4(o.granularity))
+    q.global_op = ScaleOp::kMultiply;
   return q;
 }
 

@@ -204,7 +204,7 @@ def test_python_like_modelopt_equals_its_export(tmp_path, dtype):
     checked = differ = 0
     zero = "model.layers.0.self_attn.k_proj.weight"
     assert float(exported[zero + "_scale"]) == 0 and exported[zero].float().isnan().all()
-    with pytest.raises(ValueError, match="like modelopt: the tensor's amax is 0.0*, for which ModelOpt's FP8 export "
+    with pytest.raises(ValueError, match="like modelopt: the tensor's amax is 0, for which ModelOpt's FP8 export "
                                          "writes the scale 0 and NaN codes"):
         fp8q.quantize(originals[zero], "e4m3fn", scale_op="divide", like="modelopt")
     for name, w in originals.items():
@@ -296,6 +296,48 @@ def test_python_like_modelopt_nvfp4_equals_its_export(tmp_path, dtype):
             checked += 1
     assert checked == 7 and differ > 0
     print(f"{dtype}: {differ} code bytes of fp8q's own NVFP4 differ from ModelOpt's export")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_python_like_modelopt_cuda_equals_its_arithmetic_on_a_gpu(dtype):
+    """like="modelopt-cuda": ModelOpt's quantizers as they run on a CUDA device, where torch
+    computes a tensor divided by a Python number n as the tensor times fp32(1 / n)
+    (div_true_kernel_cuda) and every other division as a division. NVFP4: NVFP4QTensor.quantize
+    given that weight_scale_2; FP8: the export's `weight / scale` with that scale, per tensor (a
+    0-dim scale: the quotient in x's dtype), per row and per 128x128 block (an all-zero block's
+    scale 1). The CPU preset differs from it on some of these weights."""
+    from modelopt.torch.quantization.qtensor.nvfp4_tensor import NVFP4QTensor
+
+    g = torch.Generator().manual_seed(6)
+    weights = [hostile_weight(dtype)] + [(torch.randn(128, 256, generator=g) * 0.02 * (1 + i)).to(dtype)
+                                         for i in range(24)]
+    inv = {n: torch.tensor(1.0 / n, dtype=torch.float32) for n in (448.0, 2688.0)}
+    differ = 0
+    for w in weights:
+        scale_2 = w.abs().amax().float() * inv[2688.0]
+        packed, scale, _ = NVFP4QTensor.quantize(w.clone(), 16, weights_scaling_factor_2=scale_2)
+        q = fp8q.quantize(w, "e2m1", granularity="nvfp4", like="modelopt-cuda")
+        assert q.global_scale.view(torch.int32).item() == scale_2.view(torch.int32).item()
+        assert torch.equal(q.codes.view(torch.uint8), packed._quantized_data.view(torch.uint8))
+        assert torch.equal(q.scales.view(torch.uint8), scale.view(torch.uint8).reshape(q.scales.shape))
+        cpu = fp8q.quantize(w, "e2m1", granularity="nvfp4", like="modelopt")
+        differ += int(not torch.equal(cpu.global_scale, q.global_scale))
+        for granularity in ("tensor", "row", "block128x128"):
+            if granularity == "tensor":
+                s = w.abs().amax().float() * inv[448.0]
+                want = (w / s).to(torch.float8_e4m3fn)
+            else:
+                r, c = (1, w.shape[1]) if granularity == "row" else (128, 128)
+                blocks = w.float().abs().reshape(w.shape[0] // r, r, w.shape[1] // c, c).amax(dim=(1, 3))
+                s = blocks * inv[448.0]
+                s[s == 0] = 1.0
+                full = s.repeat_interleave(r, 0).repeat_interleave(c, 1)
+                want = (w / full).to(torch.float8_e4m3fn)
+            q8 = fp8q.quantize(w, "e4m3fn", granularity=granularity, scale_op="divide", like="modelopt-cuda")
+            assert torch.equal(q8.scales.flatten(), s.flatten()), granularity
+            assert torch.equal(q8.codes.view(torch.uint8), want.view(torch.uint8)), granularity
+    assert differ > 0
+    print(f"{dtype}: weight_scale_2 differs between the CPU and CUDA arithmetic on {differ} of {len(weights)} weights")
 
 
 def test_python_like_refuses_what_the_producer_does_not_do():

@@ -38,7 +38,7 @@ std::vector<float> weights(std::size_t n) {
 }
 
 TEST(Producer, NamesRoundTrip) {
-  for (Producer p : {Producer::kFp8q, Producer::kCompressedTensors, Producer::kModelOpt})
+  for (Producer p : {Producer::kFp8q, Producer::kCompressedTensors, Producer::kModelOpt, Producer::kModelOptCuda})
     EXPECT_EQ(parse_producer(producer_name(p)), p);
   EXPECT_FALSE(parse_producer("transformer-engine").has_value());
 }

@@ -224,7 +224,7 @@ void run_quantize(const QuantizeArgs& a) {
   }
   if (!a.like.empty()) {
     const auto p = parse_producer(a.like);
-    if (!p) throw UsageError("--like: '" + a.like + "' is not one of fp8q compressed-tensors modelopt");
+    if (!p) throw UsageError("--like: '" + a.like + "' is not one of fp8q compressed-tensors modelopt modelopt-cuda");
     o.layout_options.like = *p;
   }
   o.layout_options.threads = a.threads;

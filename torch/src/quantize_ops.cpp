@@ -34,7 +34,7 @@ QuantizeOptions quantize_options(std::string_view format, std::string_view granu
                     "' (one of: floor ceil even rceil trainium3 compressed-tensors)");
   o.mx_rule = *rule;
   const auto producer = parse_producer(like);
-  TORCH_CHECK_VALUE(producer.has_value(), "like: unknown '", std::string(like), "' (one of: fp8q compressed-tensors modelopt)");
+  TORCH_CHECK_VALUE(producer.has_value(), "like: unknown '", std::string(like), "' (one of: fp8q compressed-tensors modelopt modelopt-cuda)");
   o.like = *producer;
   o.convert = convert_options(rounding, overflow, nan, seed, offset);
   o.bulk.threads = threads();

@@ -73,7 +73,7 @@ DivideQuantized quantize_divide_like_compressed_tensors(const WeightRef& w, cons
   out.grid = grid;
   out.codes.resize(grid.rows * grid.cols);
   out.scale_inv.resize(grid.grid_size());
-  quantize_like_producer(Producer::kCompressedTensors, w.data, source_format(w.dtype), grid, out.codes, out.scale_inv,
+  quantize_like_producer(Producer::kCompressedTensors, w.data, source_format(w.dtype), grid, false, out.codes, out.scale_inv,
                          {lo.threads, lo.isa});
   return out;
 }

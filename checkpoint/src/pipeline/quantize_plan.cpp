@@ -60,8 +60,9 @@ CheckedOptions check_options(const QuantizeCheckpointOptions& opt) {
     throw PipelineError(what);
   }
   try {
-    if (opt.layout_options.like == Producer::kModelOpt)
-      throw std::invalid_argument("--like modelopt: fp8q reads ModelOpt's FP8 checkpoints (modelopt-fp8) and does not write "
+    if (opt.layout_options.like == Producer::kModelOpt || opt.layout_options.like == Producer::kModelOptCuda)
+      throw std::invalid_argument("--like " + std::string(producer_name(opt.layout_options.like)) +
+                                  ": fp8q reads ModelOpt's checkpoints (modelopt-fp8, modelopt-nvfp4) and does not write "
                                   "them; its quantizer is QuantizeOptions::like and fp8q.quantize(..., like=\"modelopt\")");
     // ct-mxfp8 and ct-mxfp4 quantize with compressed-tensors' MX exponents already
     if (opt.layout_options.like == Producer::kCompressedTensors && !layout->name().starts_with("ct-"))

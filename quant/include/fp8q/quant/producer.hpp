@@ -17,36 +17,37 @@ namespace fp8q {
 enum class Producer : std::uint8_t {
   kFp8q,
   kCompressedTensors,  // compressed-tensors' calculate_qparams + quantize, what llm-compressor writes
-  kModelOpt,           // NVIDIA ModelOpt's FP8 and NVFP4 exports: mtq.quantize + export_hf_checkpoint
+  kModelOpt,           // NVIDIA ModelOpt's FP8 and NVFP4 exports: mtq.quantize + export_hf_checkpoint, on a CPU
+  kModelOptCuda,       // the same run on a CUDA device, where torch divides by a Python number by
+                       // multiplying by its fp32 reciprocal (what GPU-made exports hold)
 };
-std::optional<Producer> parse_producer(std::string_view name);  // "fp8q", "compressed-tensors", "modelopt"
+// "fp8q", "compressed-tensors", "modelopt", "modelopt-cuda"
+std::optional<Producer> parse_producer(std::string_view name);
 std::string_view producer_name(Producer p);
 
 // A producer's FP8 weight quantizer on the blocks of `grid` over `data` (elements of `from`:
-// f32, bf16 or f16, row-major); both divide in fp32 and round the quotient to the weight's
-// dtype D before e4m3fn, as torch does for a D tensor divided by a scalar:
+// f32, bf16 or f16, row-major), nearest-even at each step; D is the weight's dtype:
 //   compressed-tensors (its FP8, FP8_DYNAMIC and FP8_BLOCK presets; tensor, row or block):
 //     scale_inv = D(fp32(amax / 448)), or torch.finfo(D).eps where that is 0
-//     q         = e4m3fn(D(fp32(x / scale_inv)))   nearest-even at each step, saturating at 448
-//   ModelOpt (FP8_DEFAULT_CFG, one scale per tensor):
-//     scale_inv = fp32(amax / 448)                   kept in fp32; 0 (an all-zero tensor, for
-//                                                    which ModelOpt writes NaN codes) is refused
-//     q         = e4m3fn(D(fp32(x / scale_inv)))   nearest-even at each step, NaN beyond 448
-// For D = f32 both are fp8q's own divide form but for an all-zero block's scale (eps; refused).
-// ModelOpt's per-row and 128x128-block FP8 (FP8_PER_CHANNEL_PER_TOKEN_CFG,
-// FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG) divide by a dimensioned fp32 scale, one rounding to fp32
-// then e4m3fn, an all-zero block's scale 1: fp8q's own divide form, which quantize() gives for
-// them (this function takes only ModelOpt's per-tensor grid).
+//     q         = e4m3fn(D(fp32(x / scale_inv)))   saturating at 448
+//   ModelOpt (FP8_DEFAULT_CFG per tensor: `per_tensor`; FP8_PER_CHANNEL_PER_TOKEN_CFG and
+//   FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG per row and 128x128 block):
+//     scale_inv = fp32(amax / 448), on CUDA fp32(amax * fp32(1 / 448)), kept in fp32
+//     per tensor: q = e4m3fn(D(fp32(x / scale_inv))), NaN beyond 448 (the scale is a 0-dim
+//                 tensor, so the quotient takes x's dtype); an all-zero tensor (scale 0, for
+//                 which ModelOpt writes NaN codes) is refused
+//     per row or block: q = e4m3fn(fp32(x / scale_inv)); an all-zero block's scale is 1
 // codes: grid.rows * grid.cols; scale_inv: one per block. The same bits for any thread count and
 // FP environment.
 void quantize_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
-                            const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<float> scale_inv,
-                            const BulkOptions& bulk = {});
+                            const BlockGrid& grid, bool per_tensor, std::span<std::uint8_t> codes,
+                            std::span<float> scale_inv, const BulkOptions& bulk = {});
 
 // A producer's NVFP4 weight quantizer (blocks of 16 along the rows of `grid`, a block1x16
 // grid), every operation one fp32 nearest-even rounding but where D (the weight's dtype) is named:
 //   ModelOpt (NVFP4_DEFAULT_CFG, NVFP4QTensor.quantize):
-//     global = fp32(amax / 2688)                    its weight_scale_2, a multiplier
+//     global = fp32(amax / 2688)                    its weight_scale_2, a multiplier; on CUDA
+//                                                   fp32(amax * fp32(1 / 2688))
 //     s_b    = e4m3fn(clamp(fp32(amax_b / fp32(6 * global)) or 1 where 0, 2^-9, 448))
 //     d_b    = fp32(decode(s_b) * global)
 //   compressed-tensors (NVFP4 / NVFP4A16: generate_gparam, calculate_qparams, quantize):
