@@ -77,7 +77,8 @@ namespace {
 // The layout quantize() gives `shape` (no codes or scales yet), after checking the arguments.
 // A producer's FP8 quantizer (quant/producer.hpp) has one form: e4m3fn, scale_inv divided, no
 // margin, epsilon or power of two, nearest-even (the options' defaults otherwise); per tensor,
-// row or block for compressed-tensors, per tensor, row or 128x128 block for ModelOpt.
+// row or block for compressed-tensors, per tensor, row or 128x128 block for ModelOpt; its NVFP4
+// quantizer blocks of 1 x 16, nearest-even and saturating.
 void check_producer_options(const QuantizeOptions& o) {
   const GranularityKind k = o.granularity.kind;
   const std::string like = "like " + std::string(producer_name(o.like)) + ": ";
