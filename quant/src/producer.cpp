@@ -38,21 +38,30 @@ namespace {
 float divide_by_number(Producer p, float x, float n) {
   return p == Producer::kModelOptCuda ? x * static_cast<float>(1.0 / static_cast<double>(n)) : x / n;
 }
+
+// The arguments both quantizers share, checked; then each block's amax.
+std::vector<float> checked_amaxes(const char* fn, Producer producer, std::span<const std::byte> data,
+                                  const Format& from, const BlockGrid& grid, std::size_t codes, std::size_t scales,
+                                  const BulkOptions& bulk) {
+  if (producer == Producer::kFp8q) throw std::invalid_argument(std::string(fn) + ": fp8q is not a producer preset");
+  if (from != kF32 && from != kBF16 && from != kF16)
+    throw std::invalid_argument("like " + std::string(producer_name(producer)) +
+                                ": its quantizer reads f32, bf16 or f16, not " + std::string(from.name));
+  if (data.size() != grid.rows * grid.cols * from.storage_bytes() || codes != grid.rows * grid.cols ||
+      scales != grid.grid_size())
+    throw std::invalid_argument(std::string(fn) + ": sizes do not match the grid");
+  std::vector<float> amaxes(grid.grid_size());
+  block_amax(data, from, grid, amaxes, bulk.threads);
+  return amaxes;
+}
 }  // namespace
 
 void quantize_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
                             const BlockGrid& grid, bool per_tensor, std::span<std::uint8_t> codes,
                             std::span<float> scale_inv, const BulkOptions& bulk) {
-  if (producer == Producer::kFp8q) throw std::invalid_argument("quantize_like_producer: fp8q is not a producer preset");
-  if (from != kF32 && from != kBF16 && from != kF16)
-    throw std::invalid_argument(std::string(producer_name(producer)) + "'s quantizer reads f32, bf16 or f16, not " +
-                                std::string(from.name));
+  const std::vector<float> amaxes =
+      checked_amaxes("quantize_like_producer", producer, data, from, grid, codes.size(), scale_inv.size(), bulk);
   const std::size_t esz = from.storage_bytes();
-  if (data.size() != grid.rows * grid.cols * esz || codes.size() != grid.rows * grid.cols ||
-      scale_inv.size() != grid.grid_size())
-    throw std::invalid_argument("quantize_like_producer: sizes do not match the grid");
-  std::vector<float> amaxes(grid.grid_size());
-  block_amax(data, from, grid, amaxes, bulk.threads);
   // torch's eps of D: 2^-23, 2^-7 (bf16), 2^-10 (fp16)
   const float eps = from == kF32 ? 0x1p-23f : from == kBF16 ? 0x1p-7f : 0x1p-10f;
   ConvertOptions to_d;  // nearest-even into D, as torch rounds a result to the tensor's dtype
@@ -99,10 +108,7 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
 void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
                                   const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
                                   float& global, const BulkOptions& bulk) {
-  if (producer == Producer::kFp8q) throw std::invalid_argument("quantize_nvfp4_like_producer: fp8q is not a producer preset");
   const std::string like = "like " + std::string(producer_name(producer)) + ": ";
-  if (from != kF32 && from != kBF16 && from != kF16)
-    throw std::invalid_argument(like + "its quantizer reads f32, bf16 or f16, not " + std::string(from.name));
   if (grid.block_rows != 1 || grid.block_cols != 16)
     throw std::invalid_argument(like + "its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4)");
   if (grid.cols % 16 != 0)
@@ -110,12 +116,9 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
                                 std::to_string(grid.cols) +
                                 (producer != Producer::kCompressedTensors ? " (ModelOpt pads it with zeros to one: pad it so)"
                                                                           : ""));
+  const std::vector<float> amaxes =
+      checked_amaxes("quantize_nvfp4_like_producer", producer, data, from, grid, codes.size(), scales.size(), bulk);
   const std::size_t esz = from.storage_bytes();
-  if (data.size() != grid.rows * grid.cols * esz || codes.size() != grid.rows * grid.cols ||
-      scales.size() != grid.grid_size())
-    throw std::invalid_argument("quantize_nvfp4_like_producer: sizes do not match the grid");
-  std::vector<float> amaxes(grid.grid_size());
-  block_amax(data, from, grid, amaxes, bulk.threads);
   // the tensor's amax: the largest block amax (>= 0 or NaN, whose patterns sort above)
   const float amax = float_of(std::accumulate(amaxes.begin(), amaxes.end(), std::uint32_t{0},
                                               [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); }));
