@@ -86,6 +86,41 @@ TEST_P(BlockScaledOnIsa, EveryElementUsesItsBlocksScale) {
     }
 }
 
+// fp32(x / s) is the correctly rounded quotient: x a few ulps around fp32(t * s) for t on an
+// e4m3fn rounding midpoint, so that a quotient one ulp off lands on the other side of the tie
+// (xsimd's NEON division, a reciprocal estimate and Newton steps, did; fdiv does not).
+TEST_P(BlockScaledOnIsa, DivideIsTheCorrectlyRoundedQuotient) {
+  std::mt19937_64 rng(17);
+  const BlockGrid g{1024, 64, 1, 64};  // a scale per row, the vector path's blocks
+  std::vector<float> x(g.rows * g.cols), scales(g.rows);
+  for (std::size_t r = 0; r < g.rows; ++r) {
+    const float s = std::ldexp(1.0f + static_cast<float>(rng() % (1u << 23)) / 8388608.0f, static_cast<int>(rng() % 40) - 20);
+    scales[r] = s;
+    for (std::size_t c = 0; c < g.cols; ++c) {
+      const float tie = std::ldexp(static_cast<float>(17 + 2 * (rng() % 8)), static_cast<int>(rng() % 12) - 8);  // 1.mmm1
+      float v = tie * s;
+      for (int k = static_cast<int>(rng() % 5) - 2; k != 0; k += k > 0 ? -1 : 1) v = std::nextafter(v, k > 0 ? INFINITY : 0.0f);
+      x[r * g.cols + c] = rng() % 2 ? -v : v;
+    }
+  }
+  ConvertOptions o;
+  o.scale_op = ScaleOp::kDivide;
+  for (const Format* from : {&kF32, &kBF16}) {
+    std::vector<std::byte> in(x.size() * from->storage_bytes());
+    for (std::size_t i = 0; i < x.size(); ++i) {  // bf16: x rounded, still near the tie's quotient
+      const std::uint64_t code = convert_one(bits_of(x[i]), kF32, *from, {}).code;
+      std::memcpy(in.data() + i * from->storage_bytes(), &code, from->storage_bytes());
+    }
+    std::vector<std::uint8_t> got(x.size());
+    convert_block_scaled(in, *from, got, kE4M3FN, g, scales, o, {1, GetParam()});
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ConvertOptions e = o;
+      e.scale = scales[i / g.cols];
+      ASSERT_EQ(got[i], convert_one(load(in, i, *from), *from, kE4M3FN, e, i).code) << from->name << " element " << i;
+    }
+  }
+}
+
 TEST_P(BlockScaledOnIsa, SameBitsForAnyThreadCount) {
   for (const BlockGrid& g : {BlockGrid{600, 1000, 128, 128}, BlockGrid{600, 1000, 1, 16}}) {
     const auto in = random_matrix(kBF16, g.rows * g.cols, 7, false);

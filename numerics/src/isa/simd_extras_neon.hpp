@@ -23,8 +23,10 @@ struct SimdExtras<xsimd::neon64> {
   static void prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
   static I mask_of(xsimd::batch_bool<std::int32_t, xsimd::neon64> b) { return I(vreinterpretq_s32_u32(b)); }
   static Fb is_nan(Fb a) { return Fb(vreinterpretq_f32_u32(vmvnq_u32(vceqq_f32(a, a)))); }  // all ones where a != a
-  // A NaN dividend is the result, as x86's vdivps (fdiv gives a signalling NaN divisor priority).
-  static Fb div(Fb x, Fb y) { return xsimd::select(x != x, x, x / y); }
+  // fdiv, the IEEE quotient (xsimd 8.1 divides NEON floats by a reciprocal estimate and Newton
+  // steps, which is not correctly rounded). A NaN dividend is the result, as x86's vdivps (fdiv
+  // gives a signalling NaN divisor priority).
+  static Fb div(Fb x, Fb y) { return xsimd::select(x != x, x, Fb(vdivq_f32(x, y))); }
   // ushl shifts by the signed low byte of each count lane, right for negative counts, and
   // gives 0 from a count of +/-32 on; counts are clamped to 32 first (x86's vpsllvd and
   // vpsrlvd give 0 for any count above 31, negative ones included, as unsigned).
