@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,6 +40,14 @@ float divide_by_number(Producer p, float x, float n) {
   return p == Producer::kModelOptCuda ? x * static_cast<float>(1.0 / static_cast<double>(n)) : x / n;
 }
 
+// x rounded to D nearest-even, as torch rounds a result to a tensor's dtype (overflow to Inf)
+float in_dtype(float x, const Format& d) {
+  if (d == kF32) return x;
+  ConvertOptions o;
+  o.overflow = Overflow::kInfOrNan;
+  return decode_f32(encode_f32(x, d, o), d);
+}
+
 // The arguments both quantizers share, checked; then each block's amax.
 std::vector<float> checked_amaxes(const char* fn, Producer producer, std::span<const std::byte> data,
                                   const Format& from, const BlockGrid& grid, std::size_t codes, std::size_t scales,
@@ -64,9 +73,6 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
   const std::size_t esz = from.storage_bytes();
   // torch's eps of D: 2^-23, 2^-7 (bf16), 2^-10 (fp16)
   const float eps = from == kF32 ? 0x1p-23f : from == kBF16 ? 0x1p-7f : 0x1p-10f;
-  ConvertOptions to_d;  // nearest-even into D, as torch rounds a result to the tensor's dtype
-  to_d.overflow = Overflow::kInfOrNan;
-  auto in_d = [&](float x) { return from == kF32 ? x : decode_f32(encode_f32(x, from, to_d), from); };
   const ScopedDefaultFpEnv env;  // the divisions below: IEEE nearest-even, subnormals kept
   const bool modelopt = producer == Producer::kModelOpt || producer == Producer::kModelOptCuda;
   for (std::size_t b = 0; b < amaxes.size(); ++b) {
@@ -79,7 +85,7 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
                                     ", for which ModelOpt's FP8 export writes the scale 0 and NaN codes (0 / 0)");
       continue;
     }
-    const float s = in_d(amaxes[b] / 448.0f);
+    const float s = in_dtype(amaxes[b] / 448.0f, from);
     scale_inv[b] = s == 0 ? eps : s;
   }
   // q = e4m3fn(D(fp32(x / s))): a row's fp32 quotients, rounded to D (not by ModelOpt's per-row
@@ -91,6 +97,8 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
   const BulkOptions one{1, bulk.isa};  // a row at a time
   std::vector<float> x(grid.cols);
   std::vector<std::byte> narrow(grid.cols * esz);
+  ConvertOptions to_d;  // into D as in_dtype
+  to_d.overflow = Overflow::kInfOrNan;
   for (std::size_t r = 0; r < grid.rows; ++r) {
     convert(data.subspan(r * grid.cols * esz, grid.cols * esz), from, std::as_writable_bytes(std::span(x)), kF32, {},
             one);
@@ -105,9 +113,33 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
   }
 }
 
+float nvfp4_global_like_producer(Producer producer, float amax, const Format& from) {
+  const std::string like = "like " + std::string(producer_name(producer)) + ": ";
+  if (!(amax < std::numeric_limits<float>::infinity()))
+    throw std::invalid_argument(like + "the tensor's amax is " + float_text(amax) +
+                                ", for which its NVFP4 quantizer writes NaN or Inf codes");
+  const ScopedDefaultFpEnv env;  // IEEE nearest-even, subnormals kept
+  if (producer == Producer::kModelOpt || producer == Producer::kModelOptCuda) {
+    const float g = divide_by_number(producer, amax, 2688.0f);
+    if (!(g > 0))
+      throw std::invalid_argument(like + "the tensor's amax is " + float_text(amax) +
+                                  ", for which ModelOpt's NVFP4 export computes weight_scale_2 = " + float_text(g) +
+                                  " and divides by 0");
+    return g;
+  }
+  if (producer != Producer::kCompressedTensors)
+    throw std::invalid_argument("nvfp4_global_like_producer: " + std::string(producer_name(producer)) +
+                                " is not a producer preset");
+  // 2688 / amax as torch computes a scalar over a D tensor, D(D(1 / amax) * 2688), the amax
+  // clamped to D's smallest normal first; Inf becomes 1
+  const float tiny = from == kF16 ? 0x1p-14f : 0x1p-126f;
+  const float g = in_dtype(in_dtype(1.0f / std::max(amax, tiny), from) * 2688.0f, from);
+  return g < std::numeric_limits<float>::infinity() ? g : 1.0f;
+}
+
 void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
                                   const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
-                                  float& global, const BulkOptions& bulk) {
+                                  float& global, std::optional<float> given, const BulkOptions& bulk) {
   const std::string like = "like " + std::string(producer_name(producer)) + ": ";
   if (grid.block_rows != 1 || grid.block_cols != 16)
     throw std::invalid_argument(like + "its NVFP4 weights have blocks of 1 x 16 (granularity nvfp4)");
@@ -122,27 +154,12 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
   // the tensor's amax: the largest block amax (>= 0 or NaN, whose patterns sort above)
   const float amax = float_of(std::accumulate(amaxes.begin(), amaxes.end(), std::uint32_t{0},
                                               [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); }));
-  if (!(amax < std::numeric_limits<float>::infinity()))
-    throw std::invalid_argument(like + "the tensor's amax is " + float_text(amax) +
-                                ", for which its NVFP4 quantizer writes NaN or Inf codes");
-  ConvertOptions to_d;  // nearest-even into D, as torch rounds a result to the tensor's dtype
-  to_d.overflow = Overflow::kInfOrNan;
-  auto in_d = [&](float x) { return from == kF32 ? x : decode_f32(encode_f32(x, from, to_d), from); };
+  const float computed = nvfp4_global_like_producer(producer, amax, from);  // its checks, even where given
+  if (given && !is_finite_positive(*given))
+    throw std::invalid_argument(like + "the given global scale is " + float_text(*given) + "; it must be finite and positive");
+  const float g = given.value_or(computed);
   const ScopedDefaultFpEnv env;  // the arithmetic below: IEEE nearest-even, subnormals kept
   const bool modelopt = producer == Producer::kModelOpt || producer == Producer::kModelOptCuda;
-  float g;
-  if (modelopt) {
-    g = divide_by_number(producer, amax, 2688.0f);
-    if (!(g > 0))
-      throw std::invalid_argument(like + "the tensor's amax is " + float_text(amax) +
-                                  ", for which ModelOpt's NVFP4 export computes weight_scale_2 = " + float_text(g) +
-                                  " and divides by 0");
-  } else {  // 2688 / amax as torch computes a scalar over a D tensor, D(D(1 / amax) * 2688), the
-            // amax clamped to D's smallest normal first; Inf (and NaN) become 1
-    const float tiny = from == kF16 ? 0x1p-14f : 0x1p-126f;
-    g = in_d(in_d(1.0f / std::max(amax, tiny)) * 2688.0f);
-    if (!(g < std::numeric_limits<float>::infinity())) g = 1.0f;
-  }
   // every block's scale and multiplier before anything is written
   const float six_g = 6.0f * g;
   const auto eps = static_cast<std::uint8_t>(encode_f32(0.125f, kE4M3FN));  // compressed-tensors' eps of e4m3fn
@@ -155,7 +172,7 @@ void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> 
       if (s == 0) s = 1.0f;
       s = std::min(std::max(s, 0x1p-9f), 448.0f);
     } else {
-      s = std::min(g * in_d(amaxes[b] / 6.0f), 448.0f);
+      s = std::min(g * in_dtype(amaxes[b] / 6.0f, from), 448.0f);
     }
     std::uint8_t c = static_cast<std::uint8_t>(encode_f32(s, kE4M3FN));  // in range: nearest-even
     if (c == 0) c = eps;  // (ModelOpt's s is at least 2^-9, never 0)

@@ -114,6 +114,12 @@ QuantizedTensor layout_of(std::span<const std::byte> data, const Format& from, s
                                 granularity_name(o.granularity) + "); quantize the transpose");
   if (o.granularity.kind == GranularityKind::kNvfp4) check_nvfp4_options(o);
   if (o.like != Producer::kFp8q) check_producer_options(o);
+  if (o.global_scale && o.granularity.kind != GranularityKind::kNvfp4)
+    throw std::invalid_argument("quantize: global_scale applies to NVFP4 (granularity nvfp4 or nvfp4_16x16), not " +
+                                granularity_name(o.granularity));
+  if (o.global_scale && !is_finite_positive(*o.global_scale))
+    throw std::invalid_argument("quantize: global_scale is " + float_text(*o.global_scale) +
+                                "; it must be finite and positive");
   QuantizedTensor q;
   q.element = o.element;
   q.shape.assign(shape.begin(), shape.end());
@@ -168,6 +174,12 @@ void check_span(const char* name, std::size_t got, std::size_t want) {
                                 " entries; the shape and granularity need " + std::to_string(want));
 }
 
+// The largest of block amaxes (each >= 0 or NaN, whose patterns sort above): the tensor's.
+float largest(std::span<const float> amaxes) {
+  return float_of(std::accumulate(amaxes.begin(), amaxes.end(), std::uint32_t{0},
+                                  [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); }));
+}
+
 // The codes and scales of layout q into out (sizes checked).
 void fill(std::span<const std::byte> data, const Format& from, const QuantizedTensor& q, const QuantizeOptions& o,
           const QuantizedOut& out) {
@@ -176,7 +188,8 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
   std::vector<std::uint8_t> unpacked(q.packed() ? n : 0);
   const std::span<std::uint8_t> codes = q.packed() ? std::span<std::uint8_t>(unpacked) : out.codes;
   if (o.like != Producer::kFp8q && is_nvfp4(o.granularity)) {
-    quantize_nvfp4_like_producer(o.like, data, from, q.grid, codes, out.scales, out.global_scale[0], o.bulk);
+    quantize_nvfp4_like_producer(o.like, data, from, q.grid, codes, out.scales, out.global_scale[0], o.global_scale,
+                                 o.bulk);
   } else if (o.granularity.kind == GranularityKind::kMx) {
     convert_mx(data, from, q.grid.rows, q.grid.cols, kMxBlock, codes, out.scales, elem,
                mx_scale_table(elem, o.mx_rule), o.convert, o.bulk);
@@ -189,11 +202,7 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
     std::vector<float> amaxes(q.grid.grid_size());
     block_amax(data, from, q.grid, amaxes, o.bulk.threads);
     std::vector<float> applied(amaxes.size());  // the number each element is multiplied or divided by
-    // NVFP4's tensor amax: the largest block amax (amaxes are >= 0 or NaN, whose patterns sort above)
-    const float global = is_nvfp4(o.granularity) ? nvfp4_global_scale(float_of(std::accumulate(
-                             amaxes.begin(), amaxes.end(), std::uint32_t{0},
-                             [](std::uint32_t m, float a) { return std::max(m, bits_of(a)); })))
-                                                 : 1.0f;
+    const float global = is_nvfp4(o.granularity) ? o.global_scale.value_or(nvfp4_global_scale(largest(amaxes))) : 1.0f;
     if (is_nvfp4(o.granularity)) {
       out.global_scale[0] = global;
       nvfp4_block_scales(amaxes, global, out.scales, applied, o.bulk);
@@ -227,6 +236,19 @@ QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, st
   if ((o.like == Producer::kModelOpt || o.like == Producer::kModelOptCuda) && is_nvfp4(o.granularity))
     q.global_op = ScaleOp::kMultiply;
   return q;
+}
+
+float nvfp4_global_scale_of(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
+                            const QuantizeOptions& o) {
+  const QuantizedTensor q = layout_of(data, from, shape, o);
+  if (!is_nvfp4(o.granularity))
+    throw std::invalid_argument("nvfp4_global_scale_of: granularity " + granularity_name(o.granularity) +
+                                " has no global scale");
+  if (o.global_scale) return *o.global_scale;
+  std::vector<float> amaxes(q.grid.grid_size());
+  block_amax(data, from, q.grid, amaxes, o.bulk.threads);
+  return o.like == Producer::kFp8q ? nvfp4_global_scale(largest(amaxes))
+                                   : nvfp4_global_like_producer(o.like, largest(amaxes), from);
 }
 
 void quantize_into(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,

@@ -136,6 +136,74 @@ def test_like_compressed_tensors_nvfp4_equals_its_quantizer(tmp_path, cli, dtype
     print(f"{dtype}: {differ} code bytes of fp8q's own NVFP4 differ from compressed-tensors'")
 
 
+def fused_model(tmp_path: Path, dtype: torch.dtype) -> tuple[Path, dict[str, torch.Tensor]]:
+    """One decoder layer's q/k/v/o and gate/up/down weights of different amaxes; in float16, k_proj's
+    amax (2^-6) is small enough that compressed-tensors' own global scale overflows (then 1)."""
+    g = torch.Generator().manual_seed(12)
+    amax = {"self_attn.q_proj": 0.5, "self_attn.k_proj": 2.0 ** -6, "self_attn.v_proj": 3.0, "self_attn.o_proj": 0.25,
+            "mlp.gate_proj": 0.125, "mlp.up_proj": 1.5, "mlp.down_proj": 0.75}
+    weights = {}
+    for name, a in amax.items():
+        w = torch.rand(48, 64, generator=g) * 2 - 1
+        weights[f"model.layers.0.{name}.weight"] = (w / w.abs().max() * a).to(dtype)
+    model = tmp_path / "model"
+    model.mkdir()
+    save_file(weights, str(model / "model.safetensors"))
+    (model / "config.json").write_text(json.dumps({"architectures": ["X"]}))
+    return model, weights
+
+
+FUSED = (("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"), ("mlp.gate_proj", "mlp.up_proj"))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_ct_nvfp4_fused_layers_share_one_global_scale(tmp_path, cli, dtype):
+    """vLLM loads one weight_global_scale per fused layer (q/k/v, gate/up: the largest of the
+    shards'), so `fp8q quantize --layout ct-nvfp4` gives each group the smallest of its layers' global
+    scales. With --like compressed-tensors that is llm-compressor's update_fused_layer_weight_global_scales
+    (the minimum of generate_gparam over the group) before calculate_qparams and quantize_and_pack_fp4,
+    byte for byte; fp8q's own equals quantizing the group's concatenation. o_proj and down_proj keep
+    their own."""
+    from compressed_tensors.compressors.nvfp4.helpers import quantize_and_pack_fp4
+    from compressed_tensors.quantization.utils.helpers import generate_gparam
+
+    model, weights = fused_model(tmp_path, dtype)
+    args = preset_name_to_scheme("NVFP4A16", ["Linear"]).weights
+    outputs = {}
+    for like in ("compressed-tensors", "fp8q"):
+        out = tmp_path / like
+        done = subprocess.run([str(cli), "quantize", str(model), str(out), "--layout", "ct-nvfp4", "--like", like],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        outputs[like] = tensors(out)
+    prefix = "model.layers.0."
+    groups = [[prefix + m for m in group] for group in FUSED] + [[prefix + "self_attn.o_proj"], [prefix + "mlp.down_proj"]]
+    for group in groups:
+        ws = [weights[m + ".weight"] for m in group]
+        # compressed-tensors: each layer's own global scale, then the group's minimum
+        shared = torch.min(torch.cat([generate_gparam(w.min(), w.max()) for w in ws])).reshape([1])
+        for m, w in zip(group, ws):
+            blocks = w.reshape(w.shape[0], -1, 16)
+            scale, _ = calculate_qparams(blocks.amin(-1), blocks.amax(-1), args, global_scale=shared)
+            written = outputs["compressed-tensors"]
+            assert torch.equal(written[m + ".weight_global_scale"], shared), m
+            assert torch.equal(written[m + ".weight_scale"].view(torch.uint8),
+                               scale.to(torch.float8_e4m3fn).view(torch.uint8)), m
+            assert torch.equal(written[m + ".weight_packed"], quantize_and_pack_fp4(w, scale, global_scale=shared)), m
+        # fp8q's own: the concatenation's global scale, codes and block scales, row for row
+        q = fp8q.quantize(torch.cat(ws), "e2m1", granularity="nvfp4")
+        row = 0
+        for m, w in zip(group, ws):
+            written = outputs["fp8q"]
+            rows = slice(row, row + w.shape[0])
+            assert torch.equal(written[m + ".weight_global_scale"], q.global_scale.reshape([1])), m
+            assert torch.equal(written[m + ".weight_packed"], q.codes.view(torch.uint8)[rows]), m
+            assert torch.equal(written[m + ".weight_scale"].view(torch.uint8), q.scales.view(torch.uint8)[rows]), m
+            row += w.shape[0]
+    if dtype == torch.float16:  # k_proj's own global scale overflows float16: the group's is 1
+        assert outputs["compressed-tensors"][prefix + "self_attn.q_proj.weight_global_scale"].item() == 1.0
+
+
 @pytest.mark.parametrize("fmt,num_bits", [("e4m3fn", 8), ("e2m3", 6), ("e2m1", 4)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
 def test_mx_rule_compressed_tensors_equals_generate_mx_scales(fmt, num_bits, dtype):

@@ -96,7 +96,7 @@ void check_against_reference(const std::vector<float>& x, const std::vector<std:
   const BlockGrid g = block_grid(o.granularity, m);
   std::uint32_t global_bits = 0;
   for (float v : x) global_bits = std::max(global_bits, bits_of(v) & 0x7FFFFFFFu);
-  const float s = global_formula(float_of(global_bits));
+  const float s = o.global_scale.value_or(global_formula(float_of(global_bits)));
   ASSERT_EQ(bits_of(q.global_scale), bits_of(s));
   ASSERT_TRUE(q.scale_inv.empty());
   std::vector<std::uint8_t> codes(m.rows * m.cols);
@@ -194,6 +194,44 @@ TEST(Nvfp4Quantize, RefusesWhatItDoesNotDefine) {
   EXPECT_THROW(quantize_into(std::as_bytes(std::span(x)), kF32, shape, o, {codes, scales, {}, global}),
                std::invalid_argument);
   EXPECT_EQ(global, std::vector<float>(2, 0.0f));  // nothing written
+}
+
+// Layers fused into one GEMM share the smallest global scale of theirs: a tensor quantized with
+// it equals the reference under that scale, and its rows of the group's concatenation.
+TEST(Nvfp4Quantize, AGivenGlobalScaleReplacesTheTensorsOwn) {
+  const std::vector<std::uint64_t> shape = {8, 64}, both = {16, 64};
+  std::vector<float> a = random_tensor(8 * 64, 21), b = random_tensor(8 * 64, 22);
+  for (float& x : b) x *= 0.01f;  // b's own global scale is larger than a's
+  QuantizeOptions o;
+  o.element = FormatId::kE2M1;
+  o.granularity = Granularity::nvfp4();
+  const float sa = nvfp4_global_scale_of(std::as_bytes(std::span(a)), kF32, shape, o);
+  const float sb = nvfp4_global_scale_of(std::as_bytes(std::span(b)), kF32, shape, o);
+  EXPECT_EQ(bits_of(sa), bits_of(quantize(std::as_bytes(std::span(a)), kF32, shape, o).global_scale));
+  ASSERT_LT(sa, sb);
+  std::vector<float> ab = a;
+  ab.insert(ab.end(), b.begin(), b.end());
+  const QuantizedTensor fused = quantize(std::as_bytes(std::span(ab)), kF32, both, o);
+  EXPECT_EQ(bits_of(fused.global_scale), bits_of(sa));
+  o.global_scale = sa;
+  EXPECT_EQ(bits_of(nvfp4_global_scale_of(std::as_bytes(std::span(b)), kF32, shape, o)), bits_of(sa));
+  check_against_reference(b, shape, o);
+  const QuantizedTensor qb = quantize(std::as_bytes(std::span(b)), kF32, shape, o);
+  EXPECT_TRUE(std::equal(qb.codes.begin(), qb.codes.end(), fused.codes.begin() + fused.codes.size() / 2));
+  EXPECT_TRUE(std::equal(qb.scales.begin(), qb.scales.end(), fused.scales.begin() + fused.scales.size() / 2));
+  for (float bad : {0.0f, -1.0f, INFINITY, NAN}) {
+    o.global_scale = bad;
+    EXPECT_THROW(quantize(std::as_bytes(std::span(b)), kF32, shape, o), std::invalid_argument) << bad;
+  }
+  QuantizeOptions mx;
+  mx.granularity = Granularity::mx();
+  mx.global_scale = 1.0f;
+  try {
+    quantize(std::as_bytes(std::span(b)), kF32, shape, mx);
+    ADD_FAILURE() << "a global scale for MX was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("global_scale applies to NVFP4"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Nvfp4Dequantize, IsCodeTimesScaleOverTheGlobalScaleAndRefusesBadScales) {

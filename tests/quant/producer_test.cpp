@@ -7,6 +7,7 @@
 // examples, thread and FP environment independence, refusals.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -299,6 +300,43 @@ TEST(Producer, CompressedTensorsRefusesWhatItDoesNotDo) {
           << e.what();
     }
   }
+}
+
+// A fused group's global scale: compressed-tensors gives the layers the smallest of theirs,
+// which for a float16 layer whose own overflows (1) is not the one of their concatenation.
+TEST(Producer, Nvfp4GivenGlobalScaleIsUsedAndChecked) {
+  const std::vector<std::uint64_t> shape = {4, 32};
+  std::vector<std::uint16_t> small(128), large(128);
+  ConvertOptions to16;
+  for (std::size_t i = 0; i < 128; ++i) {
+    const float v = std::ldexp(static_cast<float>(static_cast<int>(i % 13) - 6) / 6.0f, -6);  // amax 2^-6
+    small[i] = static_cast<std::uint16_t>(encode_f32(v, kF16, to16));
+    large[i] = static_cast<std::uint16_t>(encode_f32(v * 64.0f, kF16, to16));  // amax 1
+  }
+  QuantizeOptions o;
+  o.element = FormatId::kE2M1;
+  o.granularity = Granularity::nvfp4();
+  o.like = Producer::kCompressedTensors;
+  const auto ds = std::as_bytes(std::span(small)), dl = std::as_bytes(std::span(large));
+  EXPECT_EQ(nvfp4_global_scale_of(ds, kF16, shape, o), 1.0f);  // D(1 / 2^-6 * 2688) overflows float16
+  EXPECT_EQ(nvfp4_global_scale_of(dl, kF16, shape, o), 2688.0f);
+  EXPECT_EQ(nvfp4_global_like_producer(Producer::kCompressedTensors, 1.0f, kF16), 2688.0f);
+  EXPECT_EQ(nvfp4_global_like_producer(Producer::kModelOpt, 2688.0f, kF32), 1.0f);
+  const QuantizedTensor own = quantize(dl, kF16, shape, o);
+  o.global_scale = 2688.0f;  // its own, given: the same bits
+  const QuantizedTensor same = quantize(dl, kF16, shape, o);
+  EXPECT_EQ(same.codes, own.codes);
+  EXPECT_EQ(same.scales, own.scales);
+  o.global_scale = 1.0f;  // the group's: every block scale is amax_b / 6 in e4m3fn
+  const QuantizedTensor shared = quantize(dl, kF16, shape, o);
+  EXPECT_EQ(shared.global_scale, 1.0f);
+  EXPECT_NE(shared.scales, own.scales);
+  for (std::uint8_t c : shared.scales) EXPECT_EQ(c, encode_f32(1.0f / 6.0f, kE4M3FN, {}));
+  o.global_scale = -2.0f;
+  std::vector<std::uint8_t> codes(64), scales(8);
+  std::vector<float> global(1, 7.0f);
+  EXPECT_THROW(quantize_into(dl, kF16, shape, o, {codes, scales, {}, global}), std::invalid_argument);
+  EXPECT_EQ(global[0], 7.0f);  // nothing written
 }
 
 }  // namespace

@@ -38,6 +38,16 @@ DequantView nvfp4_view(std::size_t rows, std::size_t cols, std::span<const std::
 }
 
 class CtNvfp4 final : public Layout {
+  static QuantizeOptions options_for(const WeightRef& w, const LayoutOptions& o) {
+    QuantizeOptions qo;
+    qo.element = FormatId::kE2M1;
+    qo.granularity = Granularity::nvfp4();
+    qo.like = o.like == Producer::kCompressedTensors ? o.like : Producer::kFp8q;
+    qo.bulk = {o.threads, o.isa};
+    qo.global_scale = w.global_scale;
+    return qo;
+  }
+
  public:
   std::string_view name() const override { return "ct-nvfp4"; }
   std::string_view summary() const override {
@@ -57,13 +67,11 @@ class CtNvfp4 final : public Layout {
             {w.module + ".weight_scale", DType::kF8_E4M3, {w.shape[0], w.shape[1] / 16}},
             {w.module + ".weight_global_scale", DType::kF32, {1}}};
   }
+  std::optional<float> global_scale_of(const WeightRef& w, const LayoutOptions& o) const override {
+    return nvfp4_global_scale_of(w.data, source_format(w.dtype), w.shape, options_for(w, o));
+  }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
-    QuantizeOptions qo;
-    qo.element = FormatId::kE2M1;
-    qo.granularity = Granularity::nvfp4();
-    qo.like = o.like == Producer::kCompressedTensors ? o.like : Producer::kFp8q;
-    qo.bulk = {o.threads, o.isa};
-    const QuantizedTensor q = fp8q::quantize(w.data, source_format(w.dtype), w.shape, qo);
+    const QuantizedTensor q = fp8q::quantize(w.data, source_format(w.dtype), w.shape, options_for(w, o));
     const auto specs = plan(w, o);
     QuantizedWeight out;
     out.tensors.push_back({specs[0], to_bytes(q.codes)});

@@ -35,6 +35,8 @@ std::optional<std::string> Layout::cannot_quantize(const std::vector<std::uint64
   return std::nullopt;
 }
 
+std::optional<float> Layout::global_scale_of(const WeightRef&, const LayoutOptions&) const { return std::nullopt; }
+
 std::vector<OutputTensor> Layout::store(const WeightRef&, const DequantView&, const LayoutOptions&) const {
   throw std::invalid_argument("layout " + std::string(name()) + " does not store re-encoded codes");
 }

@@ -1,11 +1,15 @@
 // quantize_checkpoint()'s first steps (pipeline/quantize_steps.hpp): the options, the input
 // and the output's place, and the plan of every tensor and shard.
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "fp8q/checkpoint/safetensors.hpp"
 #include "pipeline/quantize_steps.hpp"
@@ -37,6 +41,48 @@ std::vector<std::uint64_t> dequantized_shape(const Item& it) {
 }
 
 }  // namespace
+
+void share_fused_global_scales(const Model& model, const Layout& layout, const LayoutOptions& options,
+                               QuantizePlan& plan) {
+  static constexpr std::array<std::array<std::string_view, 3>, 3> kGroups = {
+      {{"q_proj", "k_proj", "v_proj"}, {"q_a_proj", "kv_a_proj_with_mqa", ""}, {"gate_proj", "up_proj", ""}}};
+  std::map<std::string, Item*> weights;  // module -> its item, for the weights quantized from high precision
+  for (Item& it : plan.items)
+    if (!it.keep && !it.source) weights[it.weight.module] = &it;
+  for (auto& [module, item] : weights) {
+    const std::size_t dot = module.rfind('.');
+    const std::string parent = dot == std::string::npos ? "" : module.substr(0, dot + 1);
+    const std::string_view leaf = std::string_view(module).substr(parent.size());
+    for (const auto& group : kGroups) {
+      if (leaf != group[0]) continue;
+      std::vector<Item*> members;
+      for (std::string_view m : group) {
+        if (m.empty()) break;
+        const auto found = weights.find(parent + std::string(m));
+        if (found == weights.end()) break;
+        members.push_back(found->second);
+      }
+      if (members.size() != static_cast<std::size_t>(std::count_if(group.begin(), group.end(),
+                                                                  [](std::string_view m) { return !m.empty(); })))
+        continue;  // a member is missing or kept in high precision: each keeps its own
+      std::optional<float> shared;
+      for (Item* m : members) {
+        WeightRef w = m->weight;
+        w.data = model.bytes(*m->tensor);
+        std::optional<float> g;
+        try {
+          g = layout.global_scale_of(w, options);
+        } catch (const std::invalid_argument& e) {
+          throw PipelineError("tensor " + quote(w.name) + ": " + e.what());
+        }
+        model.release(*m->tensor);
+        if (!g) return;  // the layout has no global scale
+        shared = shared ? std::min(*shared, *g) : *g;
+      }
+      for (Item* m : members) m->weight.global_scale = shared;
+    }
+  }
+}
 
 std::uint64_t spec_bytes(const TensorSpec& s) {
   std::uint64_t n = dtype_bytes(s.dtype);

@@ -29,6 +29,20 @@ inline int narrow_pow2_offset(const fp8q::detail::NarrowParams& p) {
   return d >= 0 ? d : -1;
 }
 
+// Whether the scale can make a NaN of a number (NaN, 0 or +/-Inf): NarrowScale::kSpecial.
+inline bool narrow_scale_special(const fp8q::detail::NarrowParams& p) {
+  return !(p.scale != 0.0f && p.scale - p.scale == 0.0f);  // s - s is NaN for NaN and Inf
+}
+
+// A NaN product's value where x is not NaN: the scale if it is NaN, else the negative default NaN.
+inline float narrow_nan_fill(const fp8q::detail::NarrowParams& p) {
+  if (p.scale != p.scale) return p.scale;
+  const std::uint32_t b = 0xFFC00000u;
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
 // The constant of rne_shifted (narrow_nearest.hpp): 2^7 * (biased exponent of M for E = emin).
 inline std::int32_t narrow_shifted_bias(const fp8q::detail::NarrowParams& p) {
   return 128 * (p.emin + 23 - p.man_bits + 127);
@@ -59,6 +73,8 @@ struct NarrowConsts {
       madd_weights, c16, nan_shifted;
   typename Ops::Count code_shift;
   typename Ops::F scale;
+  typename Ops::F nan_fill;  // narrow_nan_fill
+  bool divide;
   int man_bits, sign_shift;
   typename PhiloxLanes<Ops>::Keys keys;  // the Philox key schedule of this seed
   // philox: also the key schedule, which only stochastic rounding reads (the block-scaled
@@ -77,25 +93,30 @@ struct NarrowConsts {
         c16(Ops::set1(static_cast<std::int32_t>(0x10001u * static_cast<std::uint32_t>(narrow_shifted_bias(p))))),
         nan_shifted(Ops::set1((p.nan_code << (7 - p.man_bits)) + narrow_shifted_bias(p))),
         code_shift(Ops::count(7 - p.man_bits)),
-        scale(Ops::set1f(p.scale)), man_bits(p.man_bits),
+        scale(Ops::set1f(p.scale)),
+        nan_fill(Ops::set1f(narrow_nan_fill(p))),
+        divide(p.divide), man_bits(p.man_bits),
         sign_shift(p.sign_shift) {
     if (philox) keys.set(p.options->seed);
   }
 };
 
-// How fp32(x * scale) or fp32(x / scale) is formed, chosen once per call.
-enum class NarrowScale { kNone, kNumber, kNaN, kDivide };
+// How fp32(x * scale) or fp32(x / scale) is formed, chosen once per call. kSpecial: a scale
+// (either operation) that is NaN, 0 or +/-Inf, the ones that can make a NaN from a number.
+enum class NarrowScale { kNone, kNumber, kSpecial, kDivide };
 
-// fp32(x * scale) with the NaN rule of convert.cpp: a NaN x keeps its own sign, even when
-// the scale is NaN too. x86 returns the first operand's NaN and the compiler may swap the
-// operands of a product, so with a NaN scale the rule is enforced; with any other scale
-// x is the only possible NaN operand (0 * Inf gives the default NaN either way).
-// Division keeps its operand order, and divps returns the dividend's NaN first, as the
-// reference does, so it needs no select.
+// fp32(x * scale) or fp32(x / scale) with the NaN rule of convert.cpp: a NaN x keeps its own
+// sign, else a NaN scale gives its own, else 0 * Inf, 0 / 0 and Inf / Inf give the negative
+// default NaN. With a finite nonzero scale x is the only possible NaN operand, so kNumber and
+// kDivide need no select; kSpecial enforces the rule, since the compiler may swap a product's
+// operands and aarch64's default NaN is positive.
 template <NarrowScale kScale, class Ops>
 typename Ops::F narrow_scaled(typename Ops::F x, const NarrowConsts<Ops>& k) {
   if constexpr (kScale == NarrowScale::kDivide) return Ops::div(x, k.scale);
-  if constexpr (kScale == NarrowScale::kNaN) return Ops::select_f(Ops::is_nan(x), x, Ops::mul(x, k.scale));
+  if constexpr (kScale == NarrowScale::kSpecial) {
+    const typename Ops::F p = k.divide ? Ops::div(x, k.scale) : Ops::mul(x, k.scale);
+    return Ops::select_f(Ops::is_nan(x), x, Ops::select_f(Ops::is_nan(p), k.nan_fill, p));
+  }
   return Ops::mul(x, k.scale);
 }
 

@@ -51,8 +51,8 @@ struct NarrowKernel {
       }
     }
     if (p.scale == 1.0f) return run_scaled<S, R, NarrowScale::kNone>(in, out, n, index0, p);  // x * 1 == x / 1 == x
+    if (narrow_scale_special(p)) return run_scaled<S, R, NarrowScale::kSpecial>(in, out, n, index0, p);
     if (p.divide) return run_scaled<S, R, NarrowScale::kDivide>(in, out, n, index0, p);
-    if (p.scale != p.scale) return run_scaled<S, R, NarrowScale::kNaN>(in, out, n, index0, p);  // NaN scale
     return run_scaled<S, R, NarrowScale::kNumber>(in, out, n, index0, p);
   }
 

@@ -56,6 +56,8 @@ struct WeightRef {
   std::optional<DType> scale_dtype;  // ct-fp8's stored scale dtype where it is not `dtype`: a
                                      // converted weight's values are F32, its model's dtype may
                                      // be BF16, which compressed-tensors casts the scales to
+  std::optional<float> global_scale;  // the global scale to quantize with (a layout that has one),
+                                      // in place of the weight's own: its fused group's
 };
 
 struct OutputTensor {
@@ -143,6 +145,10 @@ class Layout {
   virtual std::string quantization_config(const ConfigContext& context) const = 0;
   // Whether ct-fp8-style static input scales (from --calib-data) are supported.
   virtual bool supports_input_scales() const { return false; }
+  // The global scale quantize() would give w (w.global_scale unset), for a layout with one
+  // (NVFP4's); nullopt otherwise. The layers a server fuses share the smallest of theirs
+  // (WeightRef::global_scale; docs/checkpoints.md, "Fused layers").
+  virtual std::optional<float> global_scale_of(const WeightRef& w, const LayoutOptions& options) const;
 };
 
 // hf-fp8 ct-fp8 ct-mxfp8 ct-mxfp4 ct-nvfp4 trn2 trn3-mx; nullptr for anything else.

@@ -58,9 +58,18 @@ void quantize_like_producer(Producer producer, std::span<const std::byte> data, 
 // then q = e2m1(fp32(x / d_b)), nearest-even, saturating at 6, with the code of +0 for a quotient
 // of -0 (both producers take the sign from x / d_b < 0). An amax that is NaN, Inf or (ModelOpt)
 // 0, or a d_b of 0, is refused: the producer writes NaN or Inf there. codes: one e2m1 code a
-// byte (unpacked); scales: one per block. The same bits for any thread count and FP environment.
+// byte (unpacked); scales: one per block. `given`: the global scale used in place of the
+// tensor's own (a fused group's: see nvfp4_global_like_producer); finite and positive. The same
+// bits for any thread count and FP environment.
 void quantize_nvfp4_like_producer(Producer producer, std::span<const std::byte> data, const Format& from,
                                   const BlockGrid& grid, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
-                                  float& global, const BulkOptions& bulk = {});
+                                  float& global, std::optional<float> given = std::nullopt,
+                                  const BulkOptions& bulk = {});
+
+// The global scale above of a D tensor whose amax is `amax`, with the same refusals. The layers
+// a server fuses (q, k, v; gate, up) share one: compressed-tensors gives them the smallest of
+// theirs (llm-compressor's update_fused_layer_weight_global_scales), ModelOpt the one of their
+// concatenation (the largest weight_scale_2).
+float nvfp4_global_like_producer(Producer producer, float amax, const Format& from);
 
 }  // namespace fp8q

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -78,6 +79,9 @@ struct QuantizeOptions {
                                         // amax and conversion options; or ModelOpt's NVFP4 (e2m1,
                                         // nvfp4, its scale_op kMultiply), whose global scale is
                                         // a multiplier (global_op kMultiply)
+  std::optional<float> global_scale;    // NVFP4 only: the global scale to use in place of the
+                                        // tensor's own, finite and positive; the layers a server
+                                        // fuses share one (nvfp4_global_scale_of)
 };
 
 // `data` holds the tensor's elements in `from` (fp32, bf16 or fp16), row-major. Throws
@@ -86,6 +90,13 @@ struct QuantizeOptions {
 // AmaxScaleOptions; any rounding.
 QuantizedTensor quantize(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
                          const QuantizeOptions& options);
+
+// The NVFP4 global scale quantize() gives the tensor (options.global_scale where set), with
+// its argument checks. The layers a server fuses into one GEMM (q, k, v; gate, up) need one
+// global scale: the smallest of theirs (the largest where it is a multiplier, like ModelOpt),
+// which is the one of their concatenation and leaves no block scale out of range.
+float nvfp4_global_scale_of(std::span<const std::byte> data, const Format& from, std::span<const std::uint64_t> shape,
+                            const QuantizeOptions& options);
 
 // Where quantize_into writes: the codes (one byte an element; packed e2m1 half as many) and the
 // block scales, E8M0 (MX) or E4M3FN (NVFP4) `scales` and `scale_inv` otherwise, each the grid's
