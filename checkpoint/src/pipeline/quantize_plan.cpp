@@ -56,15 +56,14 @@ void share_fused_global_scales(const Model& model, const Layout& layout, const L
     for (const auto& group : kGroups) {
       if (leaf != group[0]) continue;
       std::vector<Item*> members;
+      bool whole = true;  // a member missing or kept in high precision: each keeps its own
       for (std::string_view m : group) {
         if (m.empty()) break;
         const auto found = weights.find(parent + std::string(m));
-        if (found == weights.end()) break;
-        members.push_back(found->second);
+        whole = whole && found != weights.end();
+        if (whole) members.push_back(found->second);
       }
-      if (members.size() != static_cast<std::size_t>(std::count_if(group.begin(), group.end(),
-                                                                  [](std::string_view m) { return !m.empty(); })))
-        continue;  // a member is missing or kept in high precision: each keeps its own
+      if (!whole) continue;
       std::optional<float> shared;
       for (Item* m : members) {
         WeightRef w = m->weight;
