@@ -204,6 +204,34 @@ def test_ct_nvfp4_fused_layers_share_one_global_scale(tmp_path, cli, dtype):
         assert outputs["compressed-tensors"][prefix + "self_attn.q_proj.weight_global_scale"].item() == 1.0
 
 
+def test_verify_names_fused_layers_with_different_global_scales(tmp_path, cli):
+    """fp8q verify reports a ct-nvfp4 checkpoint whose q/k/v global scales differ (vLLM would read
+    some of them at the wrong magnitude), naming the tensors; the checkpoint as written passes."""
+    from safetensors import safe_open
+
+    model, _ = fused_model(tmp_path, torch.bfloat16)
+    out = tmp_path / "out"
+    assert subprocess.run([str(cli), "quantize", str(model), str(out), "--layout", "ct-nvfp4"]).returncode == 0
+    verified = subprocess.run([str(cli), "verify", str(out), "--against", str(model)], capture_output=True, text=True)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    with safe_open(str(out / "model.safetensors"), "pt") as f:
+        metadata = f.metadata()
+        state = {k: f.get_tensor(k) for k in f.keys()}
+    # k's global scale and block scales doubled: its own values are the same (s / S), the group's
+    # scales differ, and only that is reported
+    k = "model.layers.0.self_attn.k_proj."
+    block = state[k + "weight_scale"].to(torch.float32) * 2
+    assert torch.equal(block.to(torch.float8_e4m3fn).to(torch.float32), block)
+    state[k + "weight_scale"] = block.to(torch.float8_e4m3fn)
+    state[k + "weight_global_scale"] = state[k + "weight_global_scale"] * 2
+    save_file(state, str(out / "model.safetensors"), metadata=metadata)
+    verified = subprocess.run([str(cli), "verify", str(out), "--against", str(model)], capture_output=True, text=True)
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    problems = [line for line in verified.stdout.splitlines() if line.startswith("PROBLEM")]
+    assert len(problems) == 1 and "fused layers hold different global scales" in problems[0], problems
+    assert k + "weight_global_scale" in problems[0]
+
+
 @pytest.mark.parametrize("fmt,num_bits", [("e4m3fn", 8), ("e2m3", 6), ("e2m1", 4)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
 def test_mx_rule_compressed_tensors_equals_generate_mx_scales(fmt, num_bits, dtype):

@@ -44,6 +44,7 @@ PAIRS = [
     ("hf-fp8", "trn2", False),  # odd subnormals of e4m3fn have no e4m3 code at twice the scale
     ("ct-fp8 channel", "trn3-mx", False),  # fp32 scales into power-of-two scales
     ("ct-nvfp4", "trn3-mx", False),  # e2m1 x fp32(s / S) into MXFP8
+    ("hf-fp8", "ct-nvfp4", False),  # 128 x 128 fp32 scales into NVFP4 (fused layers: one global scale)
 ]
 
 
@@ -124,6 +125,42 @@ def test_conversion_keeps_or_counts_every_value(tmp_path, cli, loader_models, so
     done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "strict"), *LAYOUT_ARGS[target], "--require-exact")
     assert done.returncode == (0 if kept else 2), done.stderr
     assert (tmp_path / "strict").exists() == kept
+
+
+def test_conversion_into_ct_nvfp4_gives_fused_layers_one_global_scale(tmp_path, cli, loader_models):
+    """A quantized input converted into ct-nvfp4: q/k/v and gate/up share the smallest of their
+    global scales (vLLM loads one per fused layer), the one fp8q's NVFP4 gives the group's largest
+    exact value (rounded to fp32 by round-to-odd, as the conversion quantizes); o_proj and down_proj
+    keep their own."""
+    import fp8q
+
+    src = loader_models["llama"]
+    assert run(cli, "quantize", str(src), str(tmp_path / "in"), *LAYOUT_ARGS["hf-fp8"]).returncode == 0
+    done = run(cli, "quantize", str(tmp_path / "in"), str(tmp_path / "out"), *LAYOUT_ARGS["ct-nvfp4"])
+    assert done.returncode == 0, done.stderr
+    exact, q = exact_weights(tensors(tmp_path / "in")), tensors(tmp_path / "out")
+    groups = 0
+    for module in exact:
+        parent, leaf = module.rsplit(".", 1)
+        group = {"q_proj": ["q_proj", "k_proj", "v_proj"], "gate_proj": ["gate_proj", "up_proj"],
+                 "o_proj": ["o_proj"], "down_proj": ["down_proj"]}.get(leaf)
+        if group is None:
+            continue
+        members = [f"{parent}.{m}" for m in group]
+        amax = float(torch.cat([exact[m] for m in members]).abs().max())
+        # the conversion quantizes the exact values rounded to fp32 by round-to-odd; the group's amax so
+        f = np.float32(amax)
+        if float(f) != amax:
+            if float(f) > amax:
+                f = np.nextafter(f, np.float32(0))
+            f = np.array(f).view(np.uint32) | np.uint32(1)
+            f = f.view(np.float32)
+        block = torch.full((1, 16), float(f), dtype=torch.float32)
+        want = fp8q.quantize(block, "e2m1", granularity="nvfp4").global_scale.reshape([1])
+        for m in members:
+            assert torch.equal(q[m + ".weight_global_scale"], want), m
+        groups += 1
+    assert groups >= 4
 
 
 LOADED = [(a, b) for a, b, _ in PAIRS if b.startswith("ct-")]

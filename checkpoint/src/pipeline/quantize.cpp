@@ -43,7 +43,7 @@ QuantizeResult build(const Model& model, const fs::path& in, const fs::path& out
                      const std::optional<reencode::QuantizedSource>& source, const ProgressFn& progress,
                      fs::path& building, std::chrono::steady_clock::time_point start) {
   pipeline::QuantizePlan plan = pipeline::make_plan(model, checked, options, source);
-  if (checked.layout) pipeline::share_fused_global_scales(model, *checked.layout, options.layout_options, plan);
+  if (checked.layout) pipeline::share_fused_global_scales(model, source, *checked.layout, options.layout_options, plan);
   building = out_dir;
   pipeline::StagingDir staging(out_dir);
   QuantizeResult result;

@@ -1,7 +1,6 @@
 // quantize_checkpoint()'s first steps (pipeline/quantize_steps.hpp): the options, the input
 // and the output's place, and the plan of every tensor and shard.
 #include <algorithm>
-#include <array>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include "fp8q/checkpoint/safetensors.hpp"
 #include "pipeline/quantize_steps.hpp"
 #include "pipeline/shared.hpp"
+#include "reencode/reencode.hpp"
 #include "safetensors/text.hpp"
 
 namespace fp8q::checkpoint::pipeline {
@@ -42,44 +42,38 @@ std::vector<std::uint64_t> dequantized_shape(const Item& it) {
 
 }  // namespace
 
-void share_fused_global_scales(const Model& model, const Layout& layout, const LayoutOptions& options,
-                               QuantizePlan& plan) {
-  static constexpr std::array<std::array<std::string_view, 3>, 3> kGroups = {
-      {{"q_proj", "k_proj", "v_proj"}, {"q_a_proj", "kv_a_proj_with_mqa", ""}, {"gate_proj", "up_proj", ""}}};
-  std::map<std::string, Item*> weights;  // module -> its item, for the weights quantized from high precision
+void share_fused_global_scales(const Model& model, const std::optional<reencode::QuantizedSource>& source,
+                               const Layout& layout, const LayoutOptions& options, QuantizePlan& plan) {
+  std::map<std::string, Item*> weights;  // module -> its item, for the weights the layout quantizes
   for (Item& it : plan.items)
-    if (!it.keep && !it.source) weights[it.weight.module] = &it;
-  for (auto& [module, item] : weights) {
-    const std::size_t dot = module.rfind('.');
-    const std::string parent = dot == std::string::npos ? "" : module.substr(0, dot + 1);
-    const std::string_view leaf = std::string_view(module).substr(parent.size());
-    for (const auto& group : kGroups) {
-      if (leaf != group[0]) continue;
-      std::vector<Item*> members;
-      bool whole = true;  // a member missing or kept in high precision: each keeps its own
-      for (std::string_view m : group) {
-        if (m.empty()) break;
-        const auto found = weights.find(parent + std::string(m));
-        whole = whole && found != weights.end();
-        if (whole) members.push_back(found->second);
-      }
-      if (!whole) continue;
-      std::optional<float> shared;
-      for (Item* m : members) {
-        WeightRef w = m->weight;
-        w.data = model.bytes(*m->tensor);
-        std::optional<float> g;
-        try {
-          g = layout.global_scale_of(w, options);
-        } catch (const std::invalid_argument& e) {
-          throw PipelineError("tensor " + quote(w.name) + ": " + e.what());
+    if (!it.keep) weights[it.weight.module] = &it;
+  std::vector<std::string> modules;
+  for (const auto& [m, it] : weights) modules.push_back(m);
+  for (const auto& group : fused_groups(modules)) {
+    std::optional<float> shared;
+    for (const std::string& module : group) {
+      Item& it = *weights.at(module);
+      WeightRef w = it.weight;
+      std::vector<float> values;  // a quantized input's: its exact values as the conversion quantizes them
+      std::optional<float> g;
+      try {
+        if (it.source) {
+          std::uint64_t rounded = 0;
+          values = reencode::fp32_values(reencode::read_source(*source, model, *it.source), options.threads, rounded,
+                                         options.isa);
+          w.data = std::as_bytes(std::span<const float>(values));
+        } else {
+          w.data = model.bytes(*it.tensor);
         }
-        model.release(*m->tensor);
-        if (!g) return;  // the layout has no global scale
-        shared = shared ? std::min(*shared, *g) : *g;
+        g = layout.global_scale_of(w, options);
+      } catch (const std::invalid_argument& e) {
+        throw PipelineError("tensor " + quote(w.name) + ": " + e.what());
       }
-      for (Item* m : members) m->weight.global_scale = shared;
+      model.release(*it.tensor);
+      if (!g) return;  // the layout has no global scale
+      shared = shared ? std::min(*shared, *g) : *g;
     }
+    for (const std::string& module : group) weights.at(module)->weight.global_scale = shared;
   }
 }
 

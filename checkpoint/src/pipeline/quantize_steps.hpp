@@ -58,12 +58,11 @@ struct QuantizePlan {
 QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const QuantizeCheckpointOptions& opt,
                        const std::optional<reencode::QuantizedSource>& source);
 
-// Layers a server fuses into one GEMM (under one parent module: q_proj, k_proj and v_proj;
-// q_a_proj and kv_a_proj_with_mqa; gate_proj and up_proj), all quantized by a layout with a
-// global scale, get the smallest of their global scales (vLLM loads one per fused layer;
-// docs/checkpoints.md, "Fused layers"). Reads those weights once.
-void share_fused_global_scales(const Model& model, const Layout& layout, const LayoutOptions& options,
-                               QuantizePlan& plan);
+// The layers of each fused group (fused_groups) that the layout quantizes get the smallest of
+// their global scales, for a layout with one (vLLM loads one per fused layer; docs/checkpoints.md,
+// "Fused layers"). Reads those weights once (a quantized input's: decodes them).
+void share_fused_global_scales(const Model& model, const std::optional<reencode::QuantizedSource>& source,
+                               const Layout& layout, const LayoutOptions& options, QuantizePlan& plan);
 
 std::uint64_t spec_bytes(const TensorSpec& s);
 std::string shard_name(std::size_t i, std::size_t n);

@@ -2,6 +2,8 @@
 #include "pipeline/shared.hpp"
 
 #include <algorithm>
+#include <array>
+#include <set>
 
 #include "fp8q/checkpoint/safetensors.hpp"
 #include "safetensors/text.hpp"
@@ -46,6 +48,27 @@ void complete_config_context(ConfigContext& c) {
   if (!lm_head_listed) c.kept_linear_modules.push_back("lm_head");
   std::sort(c.quantized_modules.begin(), c.quantized_modules.end());
   std::sort(c.kept_linear_modules.begin(), c.kept_linear_modules.end());
+}
+
+std::vector<std::vector<std::string>> fused_groups(const std::vector<std::string>& modules) {
+  static constexpr std::array<std::array<std::string_view, 3>, 3> kGroups = {
+      {{"q_proj", "k_proj", "v_proj"}, {"q_a_proj", "kv_a_proj_with_mqa", ""}, {"gate_proj", "up_proj", ""}}};
+  const std::set<std::string> listed(modules.begin(), modules.end());
+  std::vector<std::vector<std::string>> groups;
+  for (const std::string& module : modules) {
+    const std::size_t dot = module.rfind('.');
+    const std::string parent = dot == std::string::npos ? "" : module.substr(0, dot + 1);
+    const std::string_view leaf = std::string_view(module).substr(parent.size());
+    for (const auto& kind : kGroups) {
+      if (leaf != kind[0]) continue;
+      std::vector<std::string> group;
+      for (std::string_view m : kind)
+        if (!m.empty()) group.push_back(parent + std::string(m));
+      if (std::all_of(group.begin(), group.end(), [&](const std::string& g) { return listed.count(g) > 0; }))
+        groups.push_back(std::move(group));
+    }
+  }
+  return groups;
 }
 
 }  // namespace fp8q::checkpoint::pipeline

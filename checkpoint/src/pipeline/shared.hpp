@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fp8q/checkpoint/layout.hpp"
 
@@ -24,5 +25,10 @@ LayoutOptions options_from_metadata(const std::map<std::string, std::string>& me
 // loader builds lm_head as a Linear even when tie_word_embeddings stores no weight for it;
 // llm-compressor always ignores it), then sorts both lists.
 void complete_config_context(ConfigContext& context);
+
+// The groups of `modules` a server fuses into one GEMM, each complete (every member listed):
+// <parent>.q_proj, .k_proj, .v_proj; .q_a_proj, .kv_a_proj_with_mqa; .gate_proj, .up_proj
+// (vLLM's qkv_proj, fused_qkv_a_proj and gate_up_proj). In the order of `modules`' first members.
+std::vector<std::vector<std::string>> fused_groups(const std::vector<std::string>& modules);
 
 }  // namespace fp8q::checkpoint::pipeline

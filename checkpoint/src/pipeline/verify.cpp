@@ -215,6 +215,23 @@ VerifyResult verify_checkpoint(const std::filesystem::path& out_dir, const std::
   for (const ModelTensor& t : out.tensors())
     if (accounted.count(t.info->name) == 0)
       r.problems.push_back("tensor " + quote(t.info->name) + " of the output has no counterpart in the input");
+  // a fused group's global scales (docs/checkpoints.md, "Fused layers"): vLLM loads the largest
+  for (const auto& group : pipeline::fused_groups(ctx.quantized_modules)) {
+    std::vector<std::pair<std::string, float>> scales;
+    for (const std::string& m : group) {
+      const std::string name = m + ".weight_global_scale";
+      const StoredTensor t = lookup(name);
+      if (t.info != nullptr && t.info->dtype == DType::kF32 && t.bytes.size() == 4)
+        scales.emplace_back(name, layouts::decode_scales(t.bytes, DType::kF32)[0]);
+    }
+    if (scales.size() != group.size()) continue;  // no global scales (or a problem reported above)
+    if (std::all_of(scales.begin(), scales.end(), [&](const auto& s) { return bits_of(s.second) == bits_of(scales[0].second); }))
+      continue;
+    std::string listed;
+    for (const auto& [name, v] : scales) listed += (listed.empty() ? "" : ", ") + quote(name) + " " + float_text(v);
+    r.problems.push_back("fused layers hold different global scales (" + listed + "): vLLM loads one for the fused "
+                         "layer, the largest, and reads the others' values at the wrong magnitude");
+  }
   pipeline::complete_config_context(ctx);
   for (auto& p : config_problems(*layout, ctx, out.config_json(), out_dir)) r.problems.push_back(std::move(p));
   r.summary.out_bytes = out.total_bytes();
