@@ -75,6 +75,7 @@ def quantize(
     seed: int = 0,
     offset: int = 0,
     like: Producer = "fp8q",
+    global_scale: float | None = None,
 ) -> QuantizedTensor:
     """Quantizes a float32 / bfloat16 / float16 tensor, each block scaled by its own amax.
 
@@ -104,6 +105,11 @@ def quantize(
     CUDA device, where torch divides the amax by 448 or 2688 as amax * fp32(1 / n): what exports
     made on a GPU hold (docs/checkpoints.md, "Producer presets").
 
+    ``global_scale`` (NVFP4 only, a float32 value, finite and positive) replaces the tensor's own
+    global scale: layers a server fuses into one GEMM (q, k, v; gate, up) need one, the smallest
+    of their own (the largest under ModelOpt's multiplier), as llm-compressor and
+    ``fp8q quantize --layout ct-nvfp4`` give them (docs/checkpoints.md, "Fused layers").
+
     Example:
         >>> import torch, fp8q
         >>> x = torch.arange(64, dtype=torch.float32).reshape(1, 64)
@@ -125,6 +131,10 @@ def quantize(
         ([1.0], [[448.0]], 'multiply')
         >>> m.dequantize()[0, ::8].tolist()  # -3 / 448 rounds to 0 in e2m1
         [2688.0, -0.0]
+        >>> k, v = torch.full((1, 16), 1.0), torch.full((1, 16), 4.0)  # own global scales 2688, 672
+        >>> g = min(fp8q.quantize(t, "e2m1", granularity="nvfp4").global_scale.item() for t in (k, v))
+        >>> fp8q.quantize(k, "e2m1", granularity="nvfp4", global_scale=g).scales.float().tolist()  # 1 * 672 / 6
+        [[112.0]]
     """
     args = (
         _args.tensor(x, "x"),
@@ -140,9 +150,12 @@ def quantize(
         _args.u64(offset, "offset"),
     )
     if granularity.startswith("nvfp4"):  # two scales: the op returns the global one too
-        codes, scales, global_scale = torch.ops.fp8q.quantize_nvfp4(*args, _args.text(like, "like"))
+        given = None if global_scale is None else _args.real(global_scale, "global_scale")
+        codes, scales, g = torch.ops.fp8q.quantize_nvfp4(*args, _args.text(like, "like"), given)
         op: ScaleOp = "multiply" if like in ("modelopt", "modelopt-cuda") else "divide"
-        return QuantizedTensor(codes, scales, get(format).name, granularity, global_scale, op)
+        return QuantizedTensor(codes, scales, get(format).name, granularity, g, op)
+    if global_scale is not None:
+        raise ValueError(f"global_scale applies to NVFP4 (granularity nvfp4 or nvfp4_16x16), not {granularity}")
     codes, scales = torch.ops.fp8q.quantize(*args, _args.text(like, "like"))
     return QuantizedTensor(codes, scales, get(format).name, granularity)
 

@@ -190,6 +190,11 @@ def test_ct_nvfp4_fused_layers_share_one_global_scale(tmp_path, cli, dtype):
             assert torch.equal(written[m + ".weight_scale"].view(torch.uint8),
                                scale.to(torch.float8_e4m3fn).view(torch.uint8)), m
             assert torch.equal(written[m + ".weight_packed"], quantize_and_pack_fp4(w, scale, global_scale=shared)), m
+            # the Python API, given the group's global scale
+            q = fp8q.quantize(w, "e2m1", granularity="nvfp4", like="compressed-tensors", global_scale=shared.item())
+            assert torch.equal(q.codes.view(torch.uint8), written[m + ".weight_packed"]), m
+            assert torch.equal(q.scales.view(torch.uint8), written[m + ".weight_scale"].view(torch.uint8)), m
+            assert torch.equal(q.global_scale, shared), m
         # fp8q's own: the concatenation's global scale, codes and block scales, row for row
         q = fp8q.quantize(torch.cat(ws), "e2m1", granularity="nvfp4")
         row = 0
@@ -202,6 +207,19 @@ def test_ct_nvfp4_fused_layers_share_one_global_scale(tmp_path, cli, dtype):
             row += w.shape[0]
     if dtype == torch.float16:  # k_proj's own global scale overflows float16: the group's is 1
         assert outputs["compressed-tensors"][prefix + "self_attn.q_proj.weight_global_scale"].item() == 1.0
+
+
+def test_global_scale_argument_is_checked():
+    w = torch.ones(2, 16)
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="global_scale"):
+            fp8q.quantize(w, "e2m1", granularity="nvfp4", global_scale=bad)
+    with pytest.raises(ValueError, match="not a float32 value"):
+        fp8q.quantize(w, "e2m1", granularity="nvfp4", global_scale=0.1)
+    with pytest.raises(ValueError, match="applies to NVFP4"):
+        fp8q.quantize(w, "e4m3fn", granularity="row", global_scale=1.0)
+    with pytest.raises(TypeError, match="global_scale must be a float"):
+        fp8q.quantize(w, "e2m1", granularity="nvfp4", global_scale="1")
 
 
 def test_verify_names_fused_layers_with_different_global_scales(tmp_path, cli):

@@ -1,6 +1,8 @@
 // torch/src/quantize_ops.cpp: quantize / dequantize (quant/quantized_tensor.hpp) on tensors.
 #include <ATen/ops/empty.h>
 
+#include <cmath>
+
 
 #include "fp8q/quant/granularity.hpp"
 #include "fp8q/quant/quantized_tensor.hpp"
@@ -82,12 +84,19 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x_in, std::string_
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(
     const at::Tensor& x_in, std::string_view format, std::string_view granularity, std::string_view scale_op,
     std::int64_t margin, double amax_epsilon, bool power_of_two, std::string_view mx_rule, std::string_view rounding,
-    std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset, std::string_view like) {
+    std::string_view overflow, std::string_view nan, std::int64_t seed, std::int64_t offset, std::string_view like,
+    std::optional<double> global_scale) {
   return guarded("quantize_nvfp4", [&] {
     const at::Tensor x = dense(x_in, "x");
     const Format& from = source_format(x, "x");
-    const QuantizeOptions o = quantize_options(format, granularity, scale_op, margin, amax_epsilon, power_of_two,
-                                               mx_rule, rounding, overflow, nan, seed, offset, like);
+    QuantizeOptions o = quantize_options(format, granularity, scale_op, margin, amax_epsilon, power_of_two, mx_rule,
+                                         rounding, overflow, nan, seed, offset, like);
+    if (global_scale) {
+      o.global_scale = static_cast<float>(*global_scale);
+      TORCH_CHECK_VALUE(std::isnan(*global_scale) || static_cast<double>(*o.global_scale) == *global_scale,
+                        "global_scale: ", *global_scale,
+                        " is not a float32 value");
+    }
     TORCH_CHECK_VALUE(o.granularity == Granularity::nvfp4() || o.granularity == Granularity::nvfp4_2d(),
                       "granularity: quantize_nvfp4 takes nvfp4 (1 x 16) or nvfp4_16x16, not ", std::string(granularity));
     TORCH_CHECK_VALUE(o.element == FormatId::kE2M1, "format: granularity ", std::string(granularity),

@@ -31,7 +31,8 @@ TORCH_LIBRARY(fp8q, m) {
         "str overflow='saturate', str nan='error', int seed=0, int offset=0, str like='fp8q') -> (Tensor, Tensor)");
   m.def("quantize_nvfp4(Tensor x, str format='e2m1', str granularity='nvfp4', str scale_op='multiply', "
         "int margin=0, float amax_epsilon=0.0, bool power_of_two=False, str mx_rule='floor', str rounding='rne', "
-        "str overflow='saturate', str nan='error', int seed=0, int offset=0, str like='fp8q') -> (Tensor, Tensor, Tensor)");
+        "str overflow='saturate', str nan='error', int seed=0, int offset=0, str like='fp8q', float? global_scale=None) "
+        "-> (Tensor, Tensor, Tensor)");
   m.def("dequantize(Tensor codes, Tensor scales, str granularity='tensor', str format='', "
         "ScalarType dtype=float, Tensor? global_scale=None, str global_scale_op='divide') -> Tensor");
   m.def("quantize_scaled(Tensor x, str format, Tensor scale, str rounding='rne', int seed=0, int offset=0) "

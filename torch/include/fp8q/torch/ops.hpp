@@ -93,13 +93,14 @@ std::tuple<at::Tensor, at::Tensor> quantize(const at::Tensor& x, std::string_vie
 // float8_e4m3fn block scales [grid_rows, grid_cols] and the float32 global scale S [1]
 // (docs/numerics.md section 5, "NVFP4"). quantize's arguments; scale_op and the amax options keep
 // their defaults. like "modelopt" (granularity nvfp4): ModelOpt's quantizer, whose global scale is
-// its weight_scale_2, a multiplier (quant/producer.hpp).
+// its weight_scale_2, a multiplier (quant/producer.hpp). global_scale: the one to use in place of
+// x's own (QuantizeOptions::global_scale: a fused group's), a float32 value.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_nvfp4(
     const at::Tensor& x, std::string_view format = "e2m1", std::string_view granularity = "nvfp4",
     std::string_view scale_op = "multiply", std::int64_t margin = 0, double amax_epsilon = 0.0,
     bool power_of_two = false, std::string_view mx_rule = "floor", std::string_view rounding = "rne",
     std::string_view overflow = "saturate", std::string_view nan = "error", std::int64_t seed = 0,
-    std::int64_t offset = 0, std::string_view like = "fp8q");
+    std::int64_t offset = 0, std::string_view like = "fp8q", std::optional<double> global_scale = std::nullopt);
 
 // e2m1 codes two a byte (float4_e2m1fn_x2 or uint8, element 2i in the low nibble) as uint8 codes
 // one a byte, the last dimension doubled: data movement, an op so that compiled graphs keep it.
