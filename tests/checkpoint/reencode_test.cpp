@@ -4,6 +4,7 @@
 // weight_scale_inv per 128 x 128 block, config.json quant_method "fp8").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -110,6 +111,61 @@ TEST(Reencode, MxfpScalesArePowersOfTwoAndExact) {
   EXPECT_EQ(out->view.e8m0, src.e8m0);
   EXPECT_EQ(exact_values(out->view), values);
   EXPECT_EQ(out->changed, 0u);
+}
+
+// trn3-mx stores a stack of experts [E, N, K] as the experts' 2-D weights one after another:
+// each expert's bytes are its [N, K] weight's, for MXFP8 and MXFP4; read back, the same view.
+TEST(Reencode, Trainium3MxStoresExpertsAsTheirWeightsStacked) {
+  const Layout& trn3 = *layout_named("trn3-mx");
+  constexpr std::size_t kE = 3, kN = 5, kK = 64;
+  std::vector<float> x(kE * kN * kK);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::ldexp(static_cast<float>(i % 37) - 18.0f, static_cast<int>(i % 11) - 5);
+  for (std::optional<FormatId> element : {std::optional<FormatId>{}, std::optional<FormatId>{FormatId::kE2M1}}) {
+    LayoutOptions o;
+    o.element = element;
+    WeightRef stack;
+    stack.module = "m.experts.gate_up_proj";
+    stack.dtype = DType::kF32;
+    stack.shape = {kE, kN, kK};
+    stack.data = std::as_bytes(std::span<const float>(x));
+    ASSERT_TRUE(trn3.stores_experts(o));
+    EXPECT_FALSE(trn3.cannot_quantize(stack.shape, o).has_value());
+    const auto specs = trn3.plan(stack, o);
+    EXPECT_EQ(specs[0].shape, (std::vector<std::uint64_t>{kE, kN, element ? kK / 2 : kK}));
+    EXPECT_EQ(specs[1].shape, (std::vector<std::uint64_t>{kE, kN, kK / 32}));
+    const QuantizedWeight q = trn3.quantize(stack, o);
+    std::size_t codes_at = 0, scales_at = 0;
+    for (std::size_t e = 0; e < kE; ++e) {
+      WeightRef one = stack;
+      one.shape = {kN, kK};
+      one.data = stack.data.subspan(e * kN * kK * 4, kN * kK * 4);
+      const QuantizedWeight qe = trn3.quantize(one, o);
+      for (std::size_t t = 0; t < 2; ++t) {
+        std::size_t& at = t == 0 ? codes_at : scales_at;
+        const auto& b = qe.tensors[t].bytes;
+        ASSERT_TRUE(std::equal(b.begin(), b.end(), q.tensors[t].bytes.begin() + static_cast<std::ptrdiff_t>(at)));
+        at += b.size();
+      }
+    }
+    EXPECT_EQ(codes_at, q.tensors[0].bytes.size());
+    EXPECT_EQ(scales_at, q.tensors[1].bytes.size());
+    std::vector<TensorInfo> infos(q.tensors.size());
+    for (std::size_t t = 0; t < infos.size(); ++t) {
+      infos[t].name = q.tensors[t].spec.name;
+      infos[t].dtype = q.tensors[t].spec.dtype;
+      infos[t].shape = q.tensors[t].spec.shape;
+    }
+    const TensorLookup lookup = [&](const std::string& name) -> StoredTensor {
+      for (std::size_t t = 0; t < infos.size(); ++t)
+        if (infos[t].name == name) return {&infos[t], q.tensors[t].bytes};
+      return {};
+    };
+    EXPECT_EQ(exact_values(trn3.read_back(stack.module, stack.shape, lookup, o)), exact_values(q.view));
+    LayoutOptions packed = o;
+    packed.pack = trn3::KLayout::kWrapX;
+    EXPECT_FALSE(trn3.stores_experts(packed));
+    EXPECT_TRUE(trn3.cannot_quantize(stack.shape, packed).has_value());
+  }
 }
 
 // ---- the pipeline on a DeepSeek-V3-style checkpoint ----

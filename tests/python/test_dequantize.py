@@ -29,6 +29,11 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 INT = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32}
 
 
+# e2m1 code -> value (OCP MX: sign, 2 exponent bits, 1 mantissa bit)
+FP4_VALUES = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0],
+                          dtype=torch.float64)
+
+
 def run(cli: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(cli), *args], capture_output=True, text=True)
 
@@ -176,9 +181,55 @@ def test_gpt_oss_experts_as_the_loader_dequantizes_them(tmp_path, cli, dtype):
         with torch.no_grad():
             assert torch.equal(own(ids).logits, ours(ids).logits)
     # the 2-D layouts cannot hold a stack of experts: refused, nothing written
-    done = run(cli, "quantize", str(tmp_path / "mx"), str(tmp_path / "trn"), "--layout", "trn3-mx")
+    done = run(cli, "quantize", str(tmp_path / "mx"), str(tmp_path / "ct"), "--layout", "ct-mxfp4")
     assert done.returncode == 2 and "holds 4 experts in one 3-D tensor" in done.stderr, done.stderr
-    assert not (tmp_path / "trn").exists()
+    assert not (tmp_path / "ct").exists()
+
+
+@pytest.mark.parametrize("elem", ["e4m3fn", "e2m1"])
+def test_gpt_oss_experts_into_trn3_mx(tmp_path, cli, elem):
+    """gpt-oss's MXFP4 experts into trn3-mx, MXFP8 or MXFP4 (--elem e2m1): every value kept
+    (re-encoded, 0 changed), stored [E, N, K] with scales [E, N, K / 32]; decoded, each expert is
+    transformers' convert_moe_packed_tensors transposed. verify passes; the output read back as
+    an input dequantizes to the same experts; --pack refuses a stack by name."""
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    packed = write_gpt_oss_mxfp4(tmp_path / "mx")
+    done = run(cli, "quantize", str(tmp_path / "mx"), str(tmp_path / "trn"), "--layout", "trn3-mx", "--elem", elem,
+               "--json", "--require-exact")
+    assert done.returncode == 0, done.stderr
+    report = {t["name"]: t["conversion"] for t in json.loads(done.stdout)["tensors"] if "conversion" in t}
+    out = tensors(tmp_path / "trn")
+    stacks = [k[: -len("_blocks")] for k in packed if k.endswith("_blocks")]
+    assert len(stacks) == 2
+    for proj in stacks:
+        blocks, scales = packed[proj + "_blocks"], packed[proj + "_scales"]
+        assert report[proj + "_blocks"]["changed"] == 0 and report[proj + "_blocks"]["path"] == "re-encoded"
+        experts, n, groups, _ = blocks.shape
+        codes, scale = out[proj + ".weight"], out[proj + ".weight_scale"]
+        assert scale.dtype == torch.uint8 and scale.shape == (experts, n, groups)
+        if elem == "e2m1":
+            assert codes.dtype == torch.uint8 and codes.shape == (experts, n, groups * 16)
+            b = codes.view(torch.uint8)
+            nib = torch.stack((b & 0xF, b >> 4), dim=-1).reshape(experts, n, -1)
+            values = FP4_VALUES[nib.long()]
+        else:
+            assert codes.dtype == torch.float8_e4m3fn and codes.shape == (experts, n, groups * 32)
+            values = codes.to(torch.float64)
+        values = values * torch.exp2(scale.to(torch.float64) - 127).repeat_interleave(32, dim=-1)
+        want = convert_moe_packed_tensors(blocks, scales, dtype=torch.float32).transpose(1, 2).to(torch.float64)
+        assert torch.equal(values, want), proj
+    done = run(cli, "verify", str(tmp_path / "trn"), "--against", str(tmp_path / "mx"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = run(cli, "dequantize", str(tmp_path / "trn"), str(tmp_path / "back"), "--dtype", "f32", "--require-exact")
+    assert done.returncode == 0, done.stderr
+    back = tensors(tmp_path / "back")
+    for proj in stacks:
+        assert torch.equal(back[proj], convert_moe_packed_tensors(packed[proj + "_blocks"], packed[proj + "_scales"],
+                                                                   dtype=torch.float32)), proj
+    done = run(cli, "quantize", str(tmp_path / "mx"), str(tmp_path / "p"), "--layout", "trn3-mx", "--pack", "wrapX")
+    assert done.returncode == 2 and "stores unpacked only (without --pack)" in done.stderr, done.stderr
+    assert not (tmp_path / "p").exists()
 
 
 def test_gpt_oss_scales_of_another_shape_are_refused(tmp_path, cli):

@@ -35,6 +35,8 @@ std::optional<std::string> Layout::cannot_quantize(const std::vector<std::uint64
   return std::nullopt;
 }
 
+bool Layout::stores_experts(const LayoutOptions&) const { return false; }
+
 std::optional<float> Layout::global_scale_of(const WeightRef&, const LayoutOptions&) const { return std::nullopt; }
 
 std::vector<OutputTensor> Layout::store(const WeightRef&, const DequantView&, const LayoutOptions&) const {

@@ -23,12 +23,16 @@
 //   [128, T, out, 2], the float4_e2m1fn_x4 memory image (code c in bits 4c .. 4c + 3 of a
 //   little-endian 16-bit container); the scales as for MXFP8. The shard metadata
 //   "fp8q.weight_format" = "e2m1" tells a reader which.
+// A stack of experts W [E, N, K] (a quantized input's, gpt-oss's) is stored unpacked with the
+// experts leading: weight [E, N, K] (MXFP4 [E, N, K / 2]), weight_scale [E, N, ceil(K / 32)],
+// each expert's slice the 2-D layout of W_e [N, K]; --pack does not take it.
 // config.json: {"quant_method": "fp8q", "layout": "trn3-mx", "fmt": "e4m3fn" (or "e2m1"),
 // "scale_fmt": "e8m0", "group_size": 32, "scale_rule": "trainium3", "packing": ...}, and for a
 // packed layout "in_features": {module: K} (the image pads K to whole 512-element tiles).
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <utility>
 
 #include "fp8q/quant/quantized_tensor.hpp"
 #include "fp8q/quant/scale_rules.hpp"
@@ -92,6 +96,11 @@ DequantView packed_view(FormatId element, t3::KLayout layout, std::size_t n, std
   return v;
 }
 
+// W's rows and columns: [out, in], or experts [E, out, in] as E * out rows.
+std::pair<std::size_t, std::size_t> rows_cols(const std::vector<std::uint64_t>& shape) {
+  return {shape.size() == 3 ? shape[0] * shape[1] : shape[0], shape.back()};
+}
+
 class Trn3Mx final : public Layout {
  public:
   std::string_view name() const override { return "trn3-mx"; }
@@ -106,22 +115,29 @@ class Trn3Mx final : public Layout {
                                   std::string(format_of(*o.element).name));
   }
   std::optional<std::string> cannot_quantize(const std::vector<std::uint64_t>& shape, const LayoutOptions& o) const override {
-    if (fp4(o) && !o.pack && shape[1] % 2 != 0)
-      return "in_features " + std::to_string(shape[1]) + " is odd: e2m1 codes are stored two a byte";
+    if (shape.size() == 3 && o.pack)
+      return "a stack of " + std::to_string(shape[0]) + " experts is stored unpacked (without --pack)";
+    if (fp4(o) && !o.pack && shape.back() % 2 != 0)
+      return "in_features " + std::to_string(shape.back()) + " is odd: e2m1 codes are stored two a byte";
     return std::nullopt;
   }
+  bool stores_experts(const LayoutOptions& o) const override { return !o.pack; }
   std::vector<TensorSpec> plan(const WeightRef& w, const LayoutOptions& o) const override {
-    const std::uint64_t out = w.shape[0], in = w.shape[1];
+    const std::uint64_t in = w.shape.back();
     const DType codes = fp4(o) ? DType::kU8 : DType::kF8_E4M3;
-    if (!o.pack)
-      return {{w.module + ".weight", codes, {out, fp4(o) ? in / 2 : in}},
-              {w.module + ".weight_scale", DType::kU8, {out, (in + 31) / 32}}};
+    if (!o.pack) {  // [out, in] or experts [E, out, in]
+      std::vector<std::uint64_t> c = w.shape, s = w.shape;
+      c.back() = fp4(o) ? in / 2 : in;
+      s.back() = (in + 31) / 32;
+      return {{w.module + ".weight", codes, c}, {w.module + ".weight_scale", DType::kU8, s}};
+    }
+    const std::uint64_t out = w.shape[0];
     const std::uint64_t t = t3::k_tiles(in);
     return {{w.module + ".weight", codes, {t3::kPartitions, t, out, fp4(o) ? t3::kPacked / 2 : t3::kPacked}},
             {w.module + ".weight_scale", DType::kU8, {t3::kPartitions, t, out}}};
   }
   QuantizedWeight quantize(const WeightRef& w, const LayoutOptions& o) const override {
-    const std::size_t rows = w.shape[0], cols = w.shape[1];
+    const auto [rows, cols] = rows_cols(w.shape);
     const Format& from = source_format(w.dtype);
     const FormatId element = element_of(o);
     const Pow2ScaleTable& table = trainium3_table(element);
@@ -170,7 +186,7 @@ class Trn3Mx final : public Layout {
     return out;
   }
   std::vector<OutputTensor> store(const WeightRef& w, const DequantView& v, const LayoutOptions& o) const override {
-    const std::size_t rows = w.shape[0], cols = w.shape[1];
+    const auto [rows, cols] = rows_cols(w.shape);
     const FormatId element = element_of(o);
     const auto specs = plan(w, o);
     if (!o.pack) {
@@ -202,7 +218,7 @@ class Trn3Mx final : public Layout {
   }
   DequantView read_back(const std::string& module, const std::vector<std::uint64_t>& shape, const TensorLookup& lookup,
                         const LayoutOptions& o) const override {
-    const std::size_t rows = shape[0], cols = shape[1];
+    const auto [rows, cols] = rows_cols(shape);
     WeightRef probe;
     probe.module = module;
     probe.shape = shape;

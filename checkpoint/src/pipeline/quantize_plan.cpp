@@ -182,10 +182,16 @@ QuantizePlan make_plan(const Model& model, const CheckedOptions& checked, const 
         continue;
       }
       const reencode::SourceModule& sm = m->second;
-      if (sm.experts() && !checked.dequantize_to)
+      if (sm.experts() && !checked.dequantize_to && !layout->stores_experts(opt.layout_options)) {
+        LayoutOptions unpacked = opt.layout_options;
+        unpacked.pack.reset();
         throw PipelineError("tensor " + quote(t.info->name) + " (" + std::string(source->layout->name()) + ") holds " +
-                            std::to_string(sm.shape[0]) + " experts in one 3-D tensor, which the 2-D weight layouts do "
-                            "not store; fp8q dequantize writes them in high precision");
+                            std::to_string(sm.shape[0]) + " experts in one 3-D tensor, which layout " +
+                            std::string(layout->name()) +
+                            (layout->stores_experts(unpacked) ? " stores unpacked only (without --pack)"
+                                                              : " does not store (trn3-mx without --pack does)") +
+                            "; fp8q dequantize writes them in high precision");
+      }
       if (auto why = layout ? layout->cannot_quantize(sm.shape, opt.layout_options) : std::nullopt)
         throw PipelineError("tensor " + quote(t.info->name) + " (" + std::string(source->layout->name()) +
                             ", W " + std::to_string(sm.shape[0]) + " x " + std::to_string(sm.shape[1]) +

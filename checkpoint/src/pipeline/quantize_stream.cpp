@@ -152,10 +152,13 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
       std::span<const std::byte> measured_data = data;
       std::vector<float> decoded;
       QuantizedWeight q;
+      std::uint64_t v_rows = 0, v_cols = 0;
       if (it.source) {
         // A quantized input's weight: its exact values into the layout (reencode.hpp).
         try {
           const DequantView v = reencode::read_source(*source, model, *it.source);
+          v_rows = v.rows;
+          v_cols = v.cols;
           if (checked.dequantize_to) {
             reencode::Dequantized d = reencode::dequantize(v, *checked.dequantize_to, convert_options.threads, convert_options.isa);
             if (d.first_nonfinite && !opt.allow_nonfinite)
@@ -198,7 +201,7 @@ void stream_shards(const Model& model, const std::optional<reencode::QuantizedSo
           if (t != it.tensor) rep.in_bytes += t->info->byte_size();
         measured.name = it.weight.name;
         measured.dtype = DType::kF32;
-        measured.shape = it.weight.shape;
+        measured.shape = {v_rows, v_cols};  // W as the view's rows (experts: E * out rows)
         measured_data = std::as_bytes(std::span<const float>(decoded));
       }
       // NaN / Inf in the weight is an error (unless allowed), reported with its first

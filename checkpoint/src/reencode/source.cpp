@@ -229,6 +229,7 @@ std::optional<SourceModule> source_module(const QuantizedSource& s, const Model&
   const auto& st = t.info->shape;
   std::vector<std::vector<std::uint64_t>> shapes;
   if (st.size() == 2) shapes = {{st[0], st[1]}, {st[0], st[1] * 2}};
+  if (st.size() == 3) shapes = {{st[0], st[1], st[2]}, {st[0], st[1], st[2] * 2}};  // experts (trn3-mx)
   if (st.size() == 4 && s.in_features.count(m.module)) shapes = {{st[2], s.in_features.at(m.module)}};
   if (st.size() == 4 && blocks) shapes = {{st[0], st[1], st[2] * 32}};  // E experts [N, K]
   for (const auto& shape : shapes) {

@@ -50,7 +50,7 @@ struct WeightRef {
   std::string name;      // "<module>.weight"
   std::string module;    // "<module>"
   DType dtype = DType::kBF16;
-  std::vector<std::uint64_t> shape;  // [out, in]
+  std::vector<std::uint64_t> shape;  // [out, in] (experts [E, out, in]: Layout::stores_experts)
   std::span<const std::byte> data;   // row-major, little-endian
   std::optional<float> input_amax;   // calibrated amax of the module's input (static scheme)
   std::optional<DType> scale_dtype;  // ct-fp8's stored scale dtype where it is not `dtype`: a
@@ -145,6 +145,9 @@ class Layout {
   virtual std::string quantization_config(const ConfigContext& context) const = 0;
   // Whether ct-fp8-style static input scales (from --calib-data) are supported.
   virtual bool supports_input_scales() const { return false; }
+  // Whether the layout stores a stack of experts, WeightRef::shape [E, out, in] (a quantized
+  // input's, gpt-oss's), each expert as its [out, in] weight; else only 2-D weights.
+  virtual bool stores_experts(const LayoutOptions& options) const;
   // The global scale quantize() would give w (w.global_scale unset), for a layout with one
   // (NVFP4's); nullopt otherwise. The layers a server fuses share the smallest of theirs
   // (WeightRef::global_scale; docs/checkpoints.md, "Fused layers").
