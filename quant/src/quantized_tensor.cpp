@@ -245,8 +245,10 @@ float nvfp4_global_scale_of(std::span<const std::byte> data, const Format& from,
     throw std::invalid_argument("nvfp4_global_scale_of: granularity " + granularity_name(o.granularity) +
                                 " has no global scale");
   if (o.global_scale) return *o.global_scale;
-  std::vector<float> amaxes(q.grid.grid_size());
-  block_amax(data, from, q.grid, amaxes, o.bulk.threads);
+  // the tensor's amax, as the largest of its rows' (the same bits as of its NVFP4 blocks')
+  const BlockGrid rows = block_grid(Granularity::row(), matrix_shape(shape));
+  std::vector<float> amaxes(rows.grid_size());
+  block_amax(data, from, rows, amaxes, o.bulk.threads);
   return o.like == Producer::kFp8q ? nvfp4_global_scale(largest(amaxes))
                                    : nvfp4_global_like_producer(o.like, largest(amaxes), from);
 }
