@@ -7,6 +7,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/convert.hpp"
@@ -81,7 +84,15 @@ void widen_row(const std::byte* src, const Format& from, std::size_t n, float* d
   if (from == kF32) {
     std::memcpy(dst, src, n * 4);
   } else if (from == kBF16) {
-    for (std::size_t c = 0; c < n; ++c) {
+    std::size_t c = 0;
+#if defined(__SSE2__)
+    for (; c + 8 <= n; c += 8) {  // each pattern into the high half of a zeroed fp32 lane
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * c));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c), _mm_unpacklo_epi16(_mm_setzero_si128(), h));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c + 4), _mm_unpackhi_epi16(_mm_setzero_si128(), h));
+    }
+#endif
+    for (; c < n; ++c) {
       std::uint16_t h;
       std::memcpy(&h, src + 2 * c, 2);
       dst[c] = std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
@@ -89,6 +100,20 @@ void widen_row(const std::byte* src, const Format& from, std::size_t n, float* d
   } else {
     for (std::size_t c = 0; c < n; ++c) dst[c] = float_of(f32_bits(src + 2 * c, from));
   }
+}
+
+// x[c] = fp32(x[c] * s) or fp32(x[c] / s), c < n: SSE2's mulps and divps round as the scalar
+// operations do, under the same environment.
+void scale_stretch(float* x, std::size_t n, float s, bool divide) {
+  std::size_t c = 0;
+#if defined(__SSE2__)
+  const __m128 vs = _mm_set1_ps(s);
+  if (divide)
+    for (; c + 4 <= n; c += 4) _mm_storeu_ps(x + c, _mm_div_ps(_mm_loadu_ps(x + c), vs));
+  else
+    for (; c + 4 <= n; c += 4) _mm_storeu_ps(x + c, _mm_mul_ps(_mm_loadu_ps(x + c), vs));
+#endif
+  for (; c < n; ++c) x[c] = divide ? x[c] / s : x[c] * s;
 }
 
 }  // namespace
@@ -196,9 +221,8 @@ void convert_block_scaled(std::span<const std::byte> in, const Format& from, std
             const std::byte* src = in.data() + r * cols * ib;
             widen_row(src, from, cols, row.data());
             for (std::size_t g = 0; g < gc; ++g) {
-              const float sc = row_scales[g];
-              const std::size_t c1 = std::min(cols, (g + 1) * grid.block_cols);
-              for (std::size_t c = g * grid.block_cols; c < c1; ++c) row[c] = divide ? row[c] / sc : row[c] * sc;
+              const std::size_t c0 = g * grid.block_cols;
+              scale_stretch(row.data() + c0, std::min(cols, c0 + grid.block_cols) - c0, row_scales[g], divide);
             }
             if (fn32(row.data(), out.data() + r * cols, cols, r * cols, params32) && o.nan == NanPolicy::kError)
               for (std::size_t g = 0; g < gc; ++g)  // the reference names the first unrepresentable NaN

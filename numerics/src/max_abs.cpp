@@ -2,6 +2,7 @@
 // (SSE2, part of x86-64; plain loops elsewhere) and the dispatch to the AVX2 ones.
 #include "fp8q/numerics/max_abs.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #if defined(__SSE2__)
@@ -52,10 +53,32 @@ T bits_base(const void* in, std::size_t n) {
   return max_abs_tail<T>(in, i, n, m);
 }
 
+// Blocks of 16: each block's 16-byte vectors combined, then its lanes reduced by the scalar step.
+template <class T, class L>
+void blocks16_base(const void* in, std::size_t blocks, std::uint32_t* m) {
+  const auto* p = static_cast<const unsigned char*>(in);
+  for (std::size_t b = 0; b < blocks; ++b, p += 16 * sizeof(T)) {
 #if defined(__SSE2__)
-constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, Sse2Lanes16>, &bits_base<std::uint32_t, Sse2Lanes32>};
+    constexpr std::size_t kRegs = sizeof(T) * 16 / 16;
+    const __m128i mask = L::mask();
+    __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), mask);
+    for (std::size_t k = 1; k < kRegs; ++k)
+      v = L::max(v, _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k)), mask));
+    alignas(16) T lanes[16 / sizeof(T)];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), v);
+    m[b] = std::max<std::uint32_t>(m[b], max_abs_tail<T>(lanes, 0, 16 / sizeof(T), 0));
 #else
-constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, void>, &bits_base<std::uint32_t, void>};
+    m[b] = std::max<std::uint32_t>(m[b], max_abs_tail<T>(p, 0, 16, 0));
+#endif
+  }
+}
+
+#if defined(__SSE2__)
+constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, Sse2Lanes16>, &bits_base<std::uint32_t, Sse2Lanes32>,
+                              &blocks16_base<std::uint16_t, Sse2Lanes16>, &blocks16_base<std::uint32_t, Sse2Lanes32>};
+#else
+constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, void>, &bits_base<std::uint32_t, void>,
+                              &blocks16_base<std::uint16_t, void>, &blocks16_base<std::uint32_t, void>};
 #endif
 
 }  // namespace
@@ -89,6 +112,24 @@ std::uint32_t max_abs_bits(std::span<const float> x, std::optional<Isa> isa) {
 
 std::uint16_t max_abs_bits(std::span<const std::uint16_t> x, std::optional<Isa> isa) {
   return kernels_for(isa).bits16(x.data(), x.size());
+}
+
+namespace {
+void check_blocks16(std::size_t elements, std::size_t blocks) {
+  if (elements != 16 * blocks)
+    throw std::invalid_argument("max_abs_bits_blocks16: " + std::to_string(elements) + " elements are not " +
+                                std::to_string(blocks) + " blocks of 16");
+}
+}  // namespace
+
+void max_abs_bits_blocks16(std::span<const float> x, std::span<std::uint32_t> m, std::optional<Isa> isa) {
+  check_blocks16(x.size(), m.size());
+  kernels_for(isa).blocks16_32(x.data(), m.size(), m.data());
+}
+
+void max_abs_bits_blocks16(std::span<const std::uint16_t> x, std::span<std::uint32_t> m, std::optional<Isa> isa) {
+  check_blocks16(x.size(), m.size());
+  kernels_for(isa).blocks16_16(x.data(), m.size(), m.data());
 }
 
 }  // namespace fp8q

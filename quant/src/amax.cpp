@@ -57,6 +57,16 @@ void stretch_max(const T* x, const BlockGrid& g, std::size_t r0, std::size_t r1,
     }
     return;
   }
+  if (g.block_cols == 16) {  // NVFP4's blocks: a row's whole blocks in one call
+    const std::size_t whole = g.cols / 16;
+    for (std::size_t r = r0; r < r1; ++r) {
+      const T* row = x + r * g.cols;
+      max_abs_bits_blocks16(std::span<const T>(row, 16 * whole), std::span<std::uint32_t>(m.data(), whole));
+      if (whole * 16 < g.cols)
+        m[whole] = std::max<std::uint32_t>(m[whole], max_abs_bits(std::span<const T>(row + 16 * whole, g.cols - 16 * whole)));
+    }
+    return;
+  }
   for (std::size_t r = r0; r < r1; ++r) {
     const T* row = x + r * g.cols;
     for (std::size_t b = 0, c0 = 0; c0 < g.cols; ++b, c0 += g.block_cols) {

@@ -99,6 +99,59 @@ TEST_P(MaxAbsOnIsa, EverySixteenBitPattern) {
   }
 }
 
+// Blocks of 16: each block's entry is the max of what it held and the block's largest pattern,
+// for 0 .. 40 blocks at every start offset within a vector, with a special value (NaN, Inf,
+// the largest finite, -0) at each position of a block; a size that is not 16 per block throws.
+template <class T>
+void check_blocks16(Isa isa, const std::vector<T>& specials, unsigned seed) {
+  std::mt19937 rng(seed);
+  const T below = static_cast<T>(sizeof(T) == 2 ? 0xBFFFu : 0xBFFFFFFFu);  // specials are the largest
+  std::vector<T> p(40 * 16 + 16);
+  for (std::size_t blocks = 0; blocks <= 40; ++blocks)
+    for (std::size_t off = 0; off < 16; off += (blocks > 4 ? 5 : 1)) {
+      for (auto& v : p) v = static_cast<T>(rng() & below);
+      std::vector<std::uint32_t> held(blocks);
+      for (auto& h : held) h = rng() % 3 == 0 ? static_cast<std::uint32_t>(rng() & below & 0x3FFFu) : 0u;
+      auto expect = [&] {
+        std::vector<std::uint32_t> e = held;
+        for (std::size_t b = 0; b < blocks; ++b) e[b] = std::max<std::uint32_t>(e[b], plain_max(p, off + 16 * b, 16));
+        return e;
+      };
+      auto got = [&] {
+        std::vector<std::uint32_t> m = held;
+        if constexpr (sizeof(T) == 2)
+          max_abs_bits_blocks16(std::span<const std::uint16_t>(p.data() + off, 16 * blocks), m, isa);
+        else
+          max_abs_bits_blocks16(as_floats(p, off, 16 * blocks), m, isa);
+        return m;
+      };
+      ASSERT_EQ(got(), expect()) << blocks << " blocks, offset " << off;
+      if (blocks == 0 || blocks > 3) continue;
+      for (T s : specials)
+        for (std::size_t pos = 0; pos < 16 * blocks; ++pos) {
+          const T keep = p[off + pos];
+          p[off + pos] = s;
+          ASSERT_EQ(got(), expect()) << blocks << " blocks, offset " << off << " special " << std::hex << +s << " at "
+                                     << std::dec << pos;
+          p[off + pos] = keep;
+        }
+    }
+  std::vector<std::uint32_t> m(2);
+  const std::vector<T> x(33);
+  if constexpr (sizeof(T) == 2)
+    EXPECT_THROW(max_abs_bits_blocks16(std::span<const std::uint16_t>(x), m, isa), std::invalid_argument);
+  else
+    EXPECT_THROW(max_abs_bits_blocks16(as_floats(x, 0, 33), m, isa), std::invalid_argument);
+}
+
+TEST_P(MaxAbsOnIsa, BlocksOfSixteenFp32) {
+  check_blocks16<std::uint32_t>(GetParam(), {0x7FC00000u, 0xFFC00001u, 0x7F800000u, 0xFF7FFFFFu, 0x80000000u}, 13);
+}
+
+TEST_P(MaxAbsOnIsa, BlocksOfSixteenSixteenBit) {
+  check_blocks16<std::uint16_t>(GetParam(), {0x7FC0, 0xFFC1, 0x7F80, 0xFF7F, 0x8000, 0x7C00, 0xFE00}, 14);
+}
+
 TEST(MaxAbs, UnsupportedIsaIsAnError) {
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
     if (!isa_supported(isa)) {

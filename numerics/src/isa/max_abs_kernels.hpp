@@ -17,6 +17,9 @@ namespace fp8q::detail {
 struct MaxAbsKernels {
   std::uint16_t (*bits16)(const void* p, std::size_t n);  // max of (2-byte pattern & 0x7FFF)
   std::uint32_t (*bits32)(const void* p, std::size_t n);  // max of (4-byte pattern & 0x7FFFFFFF)
+  // Blocks of 16 consecutive elements: m[b] = max(m[b], the block's bits16 / bits32), b < blocks.
+  void (*blocks16_16)(const void* p, std::size_t blocks, std::uint32_t* m);
+  void (*blocks16_32)(const void* p, std::size_t blocks, std::uint32_t* m);
 };
 
 // The scalar part every kernel ends with: the max of m and the sign-cleared patterns of

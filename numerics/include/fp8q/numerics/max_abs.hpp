@@ -21,4 +21,10 @@ std::uint32_t max_abs_bits(std::span<const float> x, std::optional<Isa> isa = {}
 // bf16 or fp16 patterns: max over i of x[i] & 0x7FFF.
 std::uint16_t max_abs_bits(std::span<const std::uint16_t> x, std::optional<Isa> isa = {});
 
+// Blocks of 16 consecutive elements (NVFP4's): m[b] = max(m[b], max_abs_bits(x[16b, 16b + 16)))
+// for every b < m.size(); x.size() must be 16 * m.size() (else std::invalid_argument).
+void max_abs_bits_blocks16(std::span<const float> x, std::span<std::uint32_t> m, std::optional<Isa> isa = {});
+void max_abs_bits_blocks16(std::span<const std::uint16_t> x, std::span<std::uint32_t> m,
+                           std::optional<Isa> isa = {});
+
 }  // namespace fp8q
