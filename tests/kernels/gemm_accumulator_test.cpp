@@ -40,12 +40,14 @@ std::string_view best_isa() { return active_isa() == Isa::kAvx2 || active_isa() 
 // exact_block and fused: their AVX-512 kernels under FP8Q_ISA=avx512 (or unset) where the CPU has it.
 std::string_view model_isa() { return active_isa() == Isa::kAvx512 ? "avx512" : best_isa(); }
 
-// fp32_sequential and systolic: the bf16 pair kernel where the ISA is AVX-512 and the CPU has BF16.
+// fp32_sequential and systolic at AVX-512: the bf16 pair kernel on an AMD CPU with BF16, else
+// the FMA kernel (docs/performance.md, "Kernels per CPU").
 std::string_view seq_isa() {
+  if (active_isa() != Isa::kAvx512) return best_isa();
 #if defined(__x86_64__)
-  if (active_isa() == Isa::kAvx512 && __builtin_cpu_supports("avx512bf16")) return "avx512bf16";
+  if (cpu_vendor() == CpuVendor::kAmd && __builtin_cpu_supports("avx512bf16")) return "avx512bf16";
 #endif
-  return best_isa();
+  return "avx512";
 }
 
 // gemm() == gemm_reference() for 1..4 threads and bf16 output; gemm_path() is `path`.
