@@ -73,13 +73,34 @@ void blocks16_base(const void* in, std::size_t blocks, std::uint32_t* m) {
   }
 }
 
+// Elementwise maxima, 16 bytes at a time, then the last elements.
+template <class T, class L>
+void accumulate_base(const void* in, std::size_t n, void* acc) {
+  std::size_t i = 0;
 #if defined(__SSE2__)
-constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, Sse2Lanes16>, &bits_base<std::uint32_t, Sse2Lanes32>,
-                              &blocks16_base<std::uint16_t, Sse2Lanes16>, &blocks16_base<std::uint32_t, Sse2Lanes32>};
-#else
-constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, void>, &bits_base<std::uint32_t, void>,
-                              &blocks16_base<std::uint16_t, void>, &blocks16_base<std::uint32_t, void>};
+  constexpr std::size_t kLanes = 16 / sizeof(T);
+  const auto* p = static_cast<const unsigned char*>(in);
+  auto* a = static_cast<unsigned char*>(acc);
+  const __m128i mask = L::mask();
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m128i x = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + sizeof(T) * i)), mask);
+    auto* v = reinterpret_cast<__m128i*>(a + sizeof(T) * i);
+    _mm_storeu_si128(v, L::max(_mm_loadu_si128(v), x));
+  }
 #endif
+  accumulate_tail<T>(in, i, n, acc);
+}
+
+#if defined(__SSE2__)
+using Lanes16 = Sse2Lanes16;
+using Lanes32 = Sse2Lanes32;
+#else
+using Lanes16 = void;
+using Lanes32 = void;
+#endif
+constexpr MaxAbsKernels kBase{&bits_base<std::uint16_t, Lanes16>,       &bits_base<std::uint32_t, Lanes32>,
+                              &blocks16_base<std::uint16_t, Lanes16>,   &blocks16_base<std::uint32_t, Lanes32>,
+                              &accumulate_base<std::uint16_t, Lanes16>, &accumulate_base<std::uint32_t, Lanes32>};
 
 }  // namespace
 
@@ -120,7 +141,22 @@ void check_blocks16(std::size_t elements, std::size_t blocks) {
     throw std::invalid_argument("max_abs_bits_blocks16: " + std::to_string(elements) + " elements are not " +
                                 std::to_string(blocks) + " blocks of 16");
 }
+void check_accumulate(std::size_t elements, std::size_t accumulators) {
+  if (elements != accumulators)
+    throw std::invalid_argument("max_abs_accumulate: " + std::to_string(elements) + " elements, " +
+                                std::to_string(accumulators) + " accumulators");
+}
 }  // namespace
+
+void max_abs_accumulate(std::span<const float> x, std::span<float> acc, std::optional<Isa> isa) {
+  check_accumulate(x.size(), acc.size());
+  kernels_for(isa).accumulate32(x.data(), x.size(), acc.data());
+}
+
+void max_abs_accumulate(std::span<const std::uint16_t> x, std::span<std::uint16_t> acc, std::optional<Isa> isa) {
+  check_accumulate(x.size(), acc.size());
+  kernels_for(isa).accumulate16(x.data(), x.size(), acc.data());
+}
 
 void max_abs_bits_blocks16(std::span<const float> x, std::span<std::uint32_t> m, std::optional<Isa> isa) {
   check_blocks16(x.size(), m.size());

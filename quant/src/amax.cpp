@@ -41,8 +41,17 @@ inline std::uint32_t magnitude_bits(std::uint16_t x) { return x & 0x7FFFu; }
 
 // Largest |x| pattern of each block-column stretch of rows [r0, r1), into m (one per grid
 // column). 16-bit sources keep their own patterns: fp16 and bf16 magnitudes order like values.
+// Several rows are first folded into one row of maxima (`fold`, g.cols entries), which is then
+// reduced as a one-row stretch: a reduction per block, not per block and row.
 template <class T>
-void stretch_max(const T* x, const BlockGrid& g, std::size_t r0, std::size_t r1, std::vector<std::uint32_t>& m) {
+void stretch_max(const T* x, const BlockGrid& g, std::size_t r0, std::size_t r1, std::vector<std::uint32_t>& m,
+                 std::vector<T>& fold) {
+  if (r1 - r0 > 1) {
+    fold.assign(g.cols, 0);
+    for (std::size_t r = r0; r < r1; ++r)
+      max_abs_accumulate(std::span<const T>(x + r * g.cols, g.cols), std::span<T>(fold));
+    return stretch_max(fold.data(), g, 0, 1, m, fold);
+  }
   if (g.block_cols < kNarrowBlock) {  // narrow blocks (per column, 128 x 1): element by element
     for (std::size_t r = r0; r < r1; ++r) {
       const T* row = x + r * g.cols;
@@ -84,9 +93,10 @@ void block_amax_of(const T* x, const Format& from, const BlockGrid& g, std::span
       g.grid_rows(), threads,
       [&](std::size_t b0, std::size_t b1) {
         std::vector<std::uint32_t> m(gc);
+        std::vector<T> fold;
         for (std::size_t br = b0; br < b1; ++br) {
           std::fill(m.begin(), m.end(), 0u);
-          stretch_max(x, g, br * g.block_rows, std::min(g.rows, (br + 1) * g.block_rows), m);
+          stretch_max(x, g, br * g.block_rows, std::min(g.rows, (br + 1) * g.block_rows), m, fold);
           for (std::size_t b = 0; b < gc; ++b) {
             std::uint32_t bits = m[b];
             if (from == kBF16) bits <<= 16;

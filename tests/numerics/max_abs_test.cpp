@@ -152,6 +152,42 @@ TEST_P(MaxAbsOnIsa, BlocksOfSixteenSixteenBit) {
   check_blocks16<std::uint16_t>(GetParam(), {0x7FC0, 0xFFC1, 0x7F80, 0xFF7F, 0x8000, 0x7C00, 0xFE00}, 14);
 }
 
+// max_abs_accumulate: each accumulator becomes the larger pattern of itself and |x[i]|, for
+// lengths 0 .. 70 at every offset, random patterns of both signs (NaN and Inf among them)
+// against random accumulators; mismatched sizes throw.
+template <class T, class A>
+void check_accumulate(Isa isa, unsigned seed) {
+  constexpr T kMask = static_cast<T>(static_cast<T>(~T{0}) >> 1);
+  std::mt19937 rng(seed);
+  std::vector<T> p(70 + 16);
+  for (std::size_t n = 0; n <= 70; ++n)
+    for (std::size_t off = 0; off < 16; off += (n > 20 ? 3 : 1)) {
+      for (auto& v : p) v = static_cast<T>(rng());
+      std::vector<T> acc(n), want(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        acc[i] = static_cast<T>(rng() & kMask);
+        want[i] = std::max<T>(acc[i], p[off + i] & kMask);
+      }
+      std::vector<A> a(n);
+      std::memcpy(a.data(), acc.data(), n * sizeof(T));
+      if constexpr (sizeof(T) == 2)
+        max_abs_accumulate(std::span<const std::uint16_t>(p.data() + off, n), std::span<A>(a), isa);
+      else
+        max_abs_accumulate(as_floats(p, off, n), std::span<A>(a), isa);
+      std::memcpy(acc.data(), a.data(), n * sizeof(T));
+      ASSERT_EQ(acc, want) << "n " << n << " offset " << off;
+    }
+  std::vector<A> a(3);
+  const std::vector<T> x(4);
+  if constexpr (sizeof(T) == 2)
+    EXPECT_THROW(max_abs_accumulate(std::span<const std::uint16_t>(x), std::span<A>(a), isa), std::invalid_argument);
+  else
+    EXPECT_THROW(max_abs_accumulate(as_floats(x, 0, 4), std::span<A>(a), isa), std::invalid_argument);
+}
+
+TEST_P(MaxAbsOnIsa, AccumulateFp32) { check_accumulate<std::uint32_t, float>(GetParam(), 15); }
+TEST_P(MaxAbsOnIsa, AccumulateSixteenBit) { check_accumulate<std::uint16_t, std::uint16_t>(GetParam(), 16); }
+
 TEST(MaxAbs, UnsupportedIsaIsAnError) {
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
     if (!isa_supported(isa)) {

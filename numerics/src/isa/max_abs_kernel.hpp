@@ -50,9 +50,26 @@ void max_abs_blocks16(const void* in, std::size_t blocks, std::uint32_t* m) {
   }
 }
 
+// acc[i] = max(acc[i], |p[i]| pattern): the rows of a tall block folded into one row of
+// maxima, reduced across the block's columns once (no reduction per row).
+template <class A, class T>
+void max_abs_accumulate(const void* in, std::size_t n, void* out) {
+  using B = xsimd::batch<T, A>;
+  const auto* p = static_cast<const T*>(in);
+  auto* acc = static_cast<T*>(out);  // unaligned vector loads and stores only (they may alias)
+  const B mask(static_cast<T>(static_cast<T>(~T{0}) >> 1));
+  std::size_t i = 0;
+  for (; i + B::size <= n; i += B::size)
+    xsimd::max(B::load_unaligned(acc + i), B::load_unaligned(p + i) & mask).store_unaligned(acc + i);
+  accumulate_tail<T>(in, i, n, out);
+}
+
 template <class A, class Hmax>
-constexpr MaxAbsKernels kMaxAbsKernels{&max_abs_bits<A, Hmax, std::uint16_t>, &max_abs_bits<A, Hmax, std::uint32_t>,
+constexpr MaxAbsKernels kMaxAbsKernels{&max_abs_bits<A, Hmax, std::uint16_t>,
+                                       &max_abs_bits<A, Hmax, std::uint32_t>,
                                        &max_abs_blocks16<A, Hmax, std::uint16_t>,
-                                       &max_abs_blocks16<A, Hmax, std::uint32_t>};
+                                       &max_abs_blocks16<A, Hmax, std::uint32_t>,
+                                       &max_abs_accumulate<A, std::uint16_t>,
+                                       &max_abs_accumulate<A, std::uint32_t>};
 
 }  // namespace fp8q::detail

@@ -20,6 +20,10 @@ struct MaxAbsKernels {
   // Blocks of 16 consecutive elements: m[b] = max(m[b], the block's bits16 / bits32), b < blocks.
   void (*blocks16_16)(const void* p, std::size_t blocks, std::uint32_t* m);
   void (*blocks16_32)(const void* p, std::size_t blocks, std::uint32_t* m);
+  // Elementwise: pattern acc[i] = max(acc[i], sign-cleared pattern of element i), i < n (acc of
+  // any alignment, read and written as patterns).
+  void (*accumulate16)(const void* p, std::size_t n, void* acc);
+  void (*accumulate32)(const void* p, std::size_t n, void* acc);
 };
 
 // The scalar part every kernel ends with: the max of m and the sign-cleared patterns of
@@ -33,6 +37,18 @@ inline T max_abs_tail(const void* p, std::size_t i, std::size_t n, T m) {
     m = std::max<T>(m, static_cast<T>(v & kMask));
   }
   return m;
+}
+
+// The pattern acc[i] = max(acc[i], sign-cleared pattern of p[i]) for i in [i, n): the scalar
+// end of the accumulate kernels.
+template <class T>
+inline void accumulate_tail(const void* p, std::size_t i, std::size_t n, void* acc) {
+  for (; i < n; ++i) {
+    T a;
+    std::memcpy(&a, static_cast<const unsigned char*>(acc) + sizeof(T) * i, sizeof(T));
+    a = max_abs_tail<T>(p, i, i + 1, a);
+    std::memcpy(static_cast<unsigned char*>(acc) + sizeof(T) * i, &a, sizeof(T));
+  }
 }
 
 // The value of a largest-|x| pattern of `from` (fp32: a bits32 result; bf16 or fp16: a bits16

@@ -27,4 +27,13 @@ void max_abs_bits_blocks16(std::span<const float> x, std::span<std::uint32_t> m,
 void max_abs_bits_blocks16(std::span<const std::uint16_t> x, std::span<std::uint32_t> m,
                            std::optional<Isa> isa = {});
 
+// Elementwise, for i < x.size() == acc.size() (else std::invalid_argument): acc[i] becomes
+// whichever of acc[i] and |x[i]| has the larger pattern (sign-cleared: & 0x7FFFFFFF, or
+// & 0x7FFF for bf16 / fp16 patterns; patterns are compared and copied, NaNs included, never
+// computed with). Rows of a block folded this way, then max_abs_bits over the block's columns
+// of acc, give the block's largest |x| pattern with one reduction per block, not per row.
+void max_abs_accumulate(std::span<const float> x, std::span<float> acc, std::optional<Isa> isa = {});
+void max_abs_accumulate(std::span<const std::uint16_t> x, std::span<std::uint16_t> acc,
+                        std::optional<Isa> isa = {});
+
 }  // namespace fp8q
