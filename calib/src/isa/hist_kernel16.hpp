@@ -12,9 +12,10 @@
 //   count: bin = max((a >> shift) - base, 0) + (lane % 4) * bins, then scalar increments (no
 //          scatter), spread over kTables tables so that equal neighbouring bins do not serialize;
 //   tally: slot q = a >> 16, narrowed to 16 bits (exact: q <= 0x7FFF) into a buffer of one run,
-//          then tallied four slots per 64-bit load, the input prefetched in the tally phase,
-//          which issues few loads of its own; the `_zeros` variants store only the lanes with
-//          q != 0, in order, so a zero costs no store (half zeros, as after a ReLU, halve them).
+//          then tallied four slots per 64-bit load; every tally prefetches its input a few KiB
+//          ahead (the stream of increments leaves the hardware prefetcher behind); the `_zeros`
+//          variants store only the lanes with q != 0, in order, so a zero costs no store (half
+//          zeros, as after a ReLU, halve them).
 // Run lengths and the forms measured: docs/performance.md.
 //
 // Ops: V (16 x uint32), M (a lane mask), and
@@ -163,16 +164,18 @@ struct HistKernel16 {
     return st.finish(in, m16, n);
   }
 
-  // bf16, plain: four patterns per 64-bit load, sign masked; nothing else to compute.
+  // bf16, plain: four patterns per 64-bit load, sign masked, the input prefetched kPlainPrefetch
+  // bytes ahead (one line per 32 patterns); nothing else to compute.
   static void tally_bf16(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
     constexpr std::uint64_t kAbs = 0x7FFF'7FFF'7FFF'7FFFull;
     std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      std::uint64_t w0, w1;
-      std::memcpy(&w0, in + i, 8);
-      std::memcpy(&w1, in + i + 4, 8);
-      bump4(w0 & kAbs, table);
-      bump4(w1 & kAbs, table);
+    for (; i + 32 <= n; i += 32) {
+      Ops::prefetch(reinterpret_cast<const char*>(in + i) + kPlainPrefetch);
+      for (std::size_t k = 0; k < 32; k += 4) {
+        std::uint64_t w;
+        std::memcpy(&w, in + i + k, 8);
+        bump4(w & kAbs, table);
+      }
     }
     for (; i < n; ++i) table[in[i] & 0x7FFFu] += 1;
   }
@@ -209,6 +212,7 @@ struct HistKernel16 {
     Stats st;
     const std::size_t m = n / 16 * 16;
     const std::size_t zeros = tally_packed(m, table, [&](std::size_t i, std::uint16_t* out) {
+      Ops::prefetch(reinterpret_cast<const char*>(in + i) + kPlainPrefetch);  // one line per step
       const V a = Ops::load_abs_f32(in + i);
       st.add(a);
       return Ops::store_nonzero_u16(out, Ops::srl(a, 16));
@@ -221,8 +225,10 @@ struct HistKernel16 {
   // bf16: the slot is the pattern without its sign.
   static void tally_bf16_zeros(const std::uint16_t* in, std::size_t n, std::uint32_t* table) {
     const std::size_t m = n / 16 * 16;
-    const std::size_t zeros = tally_packed(
-        m, table, [&](std::size_t i, std::uint16_t* out) { return Ops::store_nonzero_u16(out, Ops::load_abs_bf16(in + i)); });
+    const std::size_t zeros = tally_packed(m, table, [&](std::size_t i, std::uint16_t* out) {
+      if (i % 32 == 0) Ops::prefetch(reinterpret_cast<const char*>(in + i) + kPlainPrefetch);  // one line per 32
+      return Ops::store_nonzero_u16(out, Ops::load_abs_bf16(in + i));
+    });
     table[0] += static_cast<std::uint32_t>(zeros);
     for (std::size_t j = m; j < n; ++j) table[in[j] & 0x7FFFu] += 1;
   }
