@@ -6,9 +6,13 @@
 #include <array>
 #include <cfloat>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "fp8q/numerics/arith.hpp"
 #include "fp8q/numerics/block_scaled.hpp"
@@ -60,7 +64,19 @@ void check_nvfp4_options(const QuantizeOptions& o) {
 void pack_fp4(std::span<const std::uint8_t> codes, std::span<std::uint8_t> packed) {
   if (codes.size() % 2 != 0 || packed.size() != codes.size() / 2)
     throw std::invalid_argument("fp4 packing needs an even number of codes and half as many bytes");
-  for (std::size_t i = 0; i < packed.size(); ++i)
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  // 16-bit lanes w = c0 | c1 << 8 give the byte (w & 0x0F) | ((w >> 4) & 0xF0), then narrowed
+  const __m128i lo = _mm_set1_epi16(0x000F), hi = _mm_set1_epi16(0x00F0);
+  auto pack8 = [&](const std::uint8_t* p) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm_or_si128(_mm_and_si128(w, lo), _mm_and_si128(_mm_srli_epi16(w, 4), hi));
+  };
+  for (; i + 16 <= packed.size(); i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(packed.data() + i),
+                     _mm_packus_epi16(pack8(codes.data() + 2 * i), pack8(codes.data() + 2 * i + 16)));
+#endif
+  for (; i < packed.size(); ++i)
     packed[i] = static_cast<std::uint8_t>((codes[2 * i] & 0xF) | (codes[2 * i + 1] << 4));
 }
 
@@ -185,8 +201,9 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
           const QuantizedOut& out) {
   const Format& elem = format_of(o.element);
   const std::size_t n = q.numel();
-  std::vector<std::uint8_t> unpacked(q.packed() ? n : 0);
-  const std::span<std::uint8_t> codes = q.packed() ? std::span<std::uint8_t>(unpacked) : out.codes;
+  // FP4 codes one per byte before packing: every byte is written, so none is initialized
+  const auto unpacked = std::make_unique_for_overwrite<std::uint8_t[]>(q.packed() ? n : 0);
+  const std::span<std::uint8_t> codes = q.packed() ? std::span<std::uint8_t>(unpacked.get(), n) : out.codes;
   if (o.like != Producer::kFp8q && is_nvfp4(o.granularity)) {
     quantize_nvfp4_like_producer(o.like, data, from, q.grid, codes, out.scales, out.global_scale[0], o.global_scale,
                                  o.bulk);
@@ -221,7 +238,7 @@ void fill(std::span<const std::byte> data, const Format& from, const QuantizedTe
     convert_block_scaled(data, from, codes, elem, q.grid, applied, c, o.bulk);
     if (amaxes.empty() && out.scale_inv.size() == 1) out.scale_inv[0] = 1.0f;  // an empty per-tensor grid
   }
-  if (q.packed()) pack_fp4(unpacked, out.codes);
+  if (q.packed()) pack_fp4(codes, out.codes);
 }
 
 }  // namespace

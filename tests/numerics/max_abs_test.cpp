@@ -169,12 +169,12 @@ void check_accumulate(Isa isa, unsigned seed) {
         want[i] = std::max<T>(acc[i], p[off + i] & kMask);
       }
       std::vector<A> a(n);
-      std::memcpy(a.data(), acc.data(), n * sizeof(T));
+      if (n != 0) std::memcpy(a.data(), acc.data(), n * sizeof(T));  // (no null pointer to memcpy)
       if constexpr (sizeof(T) == 2)
         max_abs_accumulate(std::span<const std::uint16_t>(p.data() + off, n), std::span<A>(a), isa);
       else
         max_abs_accumulate(as_floats(p, off, n), std::span<A>(a), isa);
-      std::memcpy(acc.data(), a.data(), n * sizeof(T));
+      if (n != 0) std::memcpy(acc.data(), a.data(), n * sizeof(T));
       ASSERT_EQ(acc, want) << "n " << n << " offset " << off;
     }
   std::vector<A> a(3);

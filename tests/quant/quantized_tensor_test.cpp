@@ -485,5 +485,25 @@ TEST(Fp4Packing, EvenElementInTheLowNibble) {
   EXPECT_EQ(0, std::memcmp(back, codes, 4));
 }
 
+// Every pair of byte values (high bits set too: the low nibble of the even code, the low nibble
+// of the odd one shifted up) in arrays long enough for the vector body, at every length to 40
+// pairs for the tail.
+TEST(Fp4Packing, EveryPairOfBytesAtEveryLength) {
+  std::vector<std::uint8_t> codes(2 * 65536);
+  for (std::size_t i = 0; i < 65536; ++i) {
+    codes[2 * i] = static_cast<std::uint8_t>(i & 0xFF);
+    codes[2 * i + 1] = static_cast<std::uint8_t>(i >> 8);
+  }
+  auto formula = [&](std::size_t i) { return static_cast<std::uint8_t>((codes[2 * i] & 0xF) | ((codes[2 * i + 1] & 0xF) << 4)); };
+  std::vector<std::uint8_t> packed(65536);
+  pack_fp4(codes, packed);
+  for (std::size_t i = 0; i < packed.size(); ++i) ASSERT_EQ(packed[i], formula(i)) << "pair " << i;
+  for (std::size_t pairs = 0; pairs <= 40; ++pairs) {
+    std::vector<std::uint8_t> p(pairs, 0xAA);
+    pack_fp4(std::span<const std::uint8_t>(codes).subspan(2 * 997, 2 * pairs), p);
+    for (std::size_t i = 0; i < pairs; ++i) ASSERT_EQ(p[i], formula(997 + i)) << pairs << " pairs, pair " << i;
+  }
+}
+
 }  // namespace
 }  // namespace fp8q
